@@ -1,0 +1,16 @@
+// The durable-object namespaces dorm itself defines.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace dorm::actors {
+
+// MCP sessions: one durable object per session id. Its idle policy is the session's own
+// alarm (DESIGN §6), so the runtime's idle eviction is off for this namespace.
+inline constexpr std::string_view kMcpSessionNamespace = "mcp-session";
+
+// Every namespace registered by dorm itself, in registration order.
+std::span<const std::string_view> builtin_namespaces();
+
+}  // namespace dorm::actors

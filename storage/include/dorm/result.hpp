@@ -1,0 +1,82 @@
+// dorm::Result<T> — a value or a dorm::Error, used by every layer.
+//
+// Errors carry a machine-readable code and a message written for a person: it names
+// what was wrong and, for limits, both the limit and the actual size. Exceptions never
+// cross a layer boundary; functions that can fail return a Result.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace dorm {
+
+enum class ErrorCode {
+  invalid_argument,  // the caller's input is malformed; nothing was changed
+  not_found,         // the named thing does not exist
+  limit_exceeded,    // a size or count limit was exceeded; nothing was changed
+  io_error,          // the operating system or the storage engine failed
+  corruption,        // stored data is not what was written
+  busy,              // a lock is held by someone else (e.g. another process)
+  fenced,            // this handle was fenced off; a newer owner exists
+  unavailable,       // not ready yet or shutting down
+  internal,          // a bug in dorm
+};
+
+// A stable lower-case name for the code, used in logs and error messages.
+std::string_view to_string(ErrorCode code) noexcept;
+
+struct Error {
+  ErrorCode code;
+  std::string message;
+
+  // "invalid_argument: <message>"
+  std::string describe() const;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}
+  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}
+
+  bool ok() const noexcept { return state_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  // Precondition: ok().
+  T& value() & { assert(ok()); return std::get<0>(state_); }
+  const T& value() const& { assert(ok()); return std::get<0>(state_); }
+  T&& value() && { assert(ok()); return std::get<0>(std::move(state_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  // Precondition: !ok().
+  const Error& error() const& { assert(!ok()); return std::get<1>(state_); }
+  Error&& error() && { assert(!ok()); return std::get<1>(std::move(state_)); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)), failed_(true) {}
+
+  bool ok() const noexcept { return !failed_; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  const Error& error() const& { assert(failed_); return error_; }
+  Error&& error() && { assert(failed_); return std::move(error_); }
+
+ private:
+  Error error_{ErrorCode::internal, {}};
+  bool failed_ = false;
+};
+
+}  // namespace dorm

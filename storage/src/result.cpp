@@ -1,0 +1,27 @@
+#include "dorm/result.hpp"
+
+namespace dorm {
+
+std::string_view to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::invalid_argument: return "invalid_argument";
+    case ErrorCode::not_found: return "not_found";
+    case ErrorCode::limit_exceeded: return "limit_exceeded";
+    case ErrorCode::io_error: return "io_error";
+    case ErrorCode::corruption: return "corruption";
+    case ErrorCode::busy: return "busy";
+    case ErrorCode::fenced: return "fenced";
+    case ErrorCode::unavailable: return "unavailable";
+    case ErrorCode::internal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Error::describe() const {
+  std::string out{to_string(code)};
+  out += ": ";
+  out += message;
+  return out;
+}
+
+}  // namespace dorm

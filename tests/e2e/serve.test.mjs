@@ -1,0 +1,76 @@
+// `dorm serve` as a real process: readiness, signals, and restarting on the same port.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DormProcess, startServe, connect, WAIT_MS } from './lib/dorm_process.mjs';
+
+const get = (url, path) => fetch(new URL(path, url), { signal: AbortSignal.timeout(WAIT_MS) });
+
+test('serve on port 0: healthz and readyz answer 200 once the ready line is printed', async (t) => {
+  const { proc, url, port } = await startServe(t);
+  assert.ok(port > 0, `a real port was chosen: ${url}`);
+  assert.equal(url.pathname, '/');
+  assert.equal((await get(url, '/healthz')).status, 200);
+  const ready = await get(url, '/readyz');
+  assert.equal(ready.status, 200);
+  assert.equal(await ready.text(), 'ready\n');
+  assert.equal((await get(url, '/no-such-path')).status, 404);
+  assert.ok(proc.running());
+});
+
+test('SIGTERM stops serve with exit status 0', async (t) => {
+  const { proc } = await startServe(t);
+  proc.kill('SIGTERM');
+  const { code, signal } = await proc.waitForExit();
+  assert.equal(signal, null);
+  assert.equal(code, 0);
+});
+
+test('SIGINT stops serve with exit status 0', async (t) => {
+  const { proc } = await startServe(t);
+  proc.kill('SIGINT');
+  assert.deepEqual(await proc.waitForExit(), { code: 0, signal: null });
+});
+
+test('a second serve binds the same port right after the first is SIGKILLed', async (t) => {
+  const first = await startServe(t);
+  // An open connection makes the server side close it actively when the process dies,
+  // leaving a TIME_WAIT socket on the port: without SO_REUSEADDR the rebind would fail.
+  const socket = await connect(first.port);
+  assert.equal((await get(first.url, '/healthz')).status, 200);
+  first.proc.kill('SIGKILL');
+  assert.equal((await first.proc.waitForExit()).signal, 'SIGKILL');
+  socket.destroy();
+
+  const second = await startServe(t, { dataDir: first.dataDir, listen: `127.0.0.1:${first.port}` });
+  assert.equal(second.port, first.port);
+  assert.equal((await get(second.url, '/readyz')).status, 200);
+});
+
+test('a port already in use is a clear start-up error with exit status 1', async (t) => {
+  const first = await startServe(t);
+  const second = new DormProcess(t, ['serve', '--listen', `127.0.0.1:${first.port}`, '--storage', `rocksdb:${first.dataDir}/other`]);
+  const { code } = await second.waitForExit();
+  assert.equal(code, 1);
+  assert.match(second.stderr, new RegExp(`cannot bind 127\\.0\\.0\\.1:${first.port}: Address already in use`));
+});
+
+test('bad --listen and bad --storage are rejected with a reason', async (t) => {
+  const badListen = new DormProcess(t, ['serve', '--listen', 'localhost', '--storage', 'rocksdb:unused']);
+  assert.equal((await badListen.waitForExit()).code, 1);
+  assert.match(badListen.stderr, /invalid listen address 'localhost': expected HOST:PORT/);
+
+  const badStorage = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--storage', 'floppy:/dev/fd0']);
+  assert.equal((await badStorage.waitForExit()).code, 1);
+  assert.match(badStorage.stderr, /unknown storage URI 'floppy:\/dev\/fd0'/);
+});
+
+test('--version and --help', async (t) => {
+  const version = new DormProcess(t, ['--version']);
+  assert.equal((await version.waitForExit()).code, 0);
+  assert.match(version.stdoutLines.join('\n'), /^dorm \d+\.\d+\.\d+$/);
+
+  const help = new DormProcess(t, ['serve', '--help']);
+  assert.equal((await help.waitForExit()).code, 0);
+  const text = help.stdoutLines.join('\n');
+  for (const flag of ['--listen', '--storage', '--http-threads']) assert.ok(text.includes(flag), flag);
+});
