@@ -61,7 +61,7 @@ test('bad --listen and bad --storage are rejected with a reason', async (t) => {
 
   const badStorage = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--storage', 'floppy:/dev/fd0']);
   assert.equal((await badStorage.waitForExit()).code, 1);
-  assert.match(badStorage.stderr, /unknown storage URI 'floppy:\/dev\/fd0'/);
+  assert.match(badStorage.stderr, /invalid storage URI 'floppy:\/dev\/fd0': unknown scheme 'floppy'/);
 });
 
 test('--version and --help', async (t) => {

@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 
-#include "dorm/storage/open.hpp"
 #include "temp_dir.hpp"
 
 using dorm::testing::TempDir;
@@ -62,25 +61,4 @@ TEST_CASE("sqlite: a write survives close and reopen") {
   CHECK(value == "value");
   sqlite3_finalize(stmt);
   sqlite3_close(db);
-}
-
-TEST_CASE("open_storage: rocksdb URI opens, a second open of the same path is busy") {
-  TempDir dir;
-  std::string uri = "rocksdb:" + (dir / "data");
-  auto first = dorm::storage::open_storage(uri);
-  REQUIRE(first.ok());
-  CHECK((*first)->describe() == uri);
-  auto second = dorm::storage::open_storage(uri);
-  REQUIRE_FALSE(second.ok());
-  CHECK(second.error().code == dorm::ErrorCode::busy);
-}
-
-TEST_CASE("open_storage: unknown scheme and empty path are rejected with clear errors") {
-  auto unknown = dorm::storage::open_storage("mongodb://x");
-  REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.error().code == dorm::ErrorCode::invalid_argument);
-  CHECK(unknown.error().message.find("mongodb://x") != std::string::npos);
-  auto empty = dorm::storage::open_storage("rocksdb:");
-  REQUIRE_FALSE(empty.ok());
-  CHECK(empty.error().code == dorm::ErrorCode::invalid_argument);
 }

@@ -96,7 +96,7 @@ int serve(const ServeOptions& options) {
   stop.start([&srv] { srv.close_listener(); });
   spdlog::info("bound {}", srv.local_address().to_string());
 
-  auto store = storage::open_storage(options.storage);
+  auto store = storage::open_backend(options.storage);
   if (!store) {
     spdlog::error("{}", store.error().message);
     return 1;

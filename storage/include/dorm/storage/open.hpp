@@ -1,29 +1,19 @@
-// Opening the store named by a storage URI.
-//
-// Interim: this is the one function the storage layer exposes until the Backend
-// interface lands; the storage issue replaces StorageHandle with storage::Backend and
-// this parser with the full URI grammar. Today only `rocksdb:PATH` is accepted.
+// Opening the store a storage URI names.
 #pragma once
 
 #include <memory>
-#include <string>
 #include <string_view>
 
 #include "dorm/result.hpp"
+#include "dorm/storage/backend.hpp"
+#include "dorm/storage/storage_uri.hpp"
 
 namespace dorm::storage {
 
-// An open store. Destroying it closes the store and releases its lock.
-class StorageHandle {
- public:
-  virtual ~StorageHandle() = default;
-  // A printable description for logs, e.g. "rocksdb:./dorm-data".
-  virtual std::string describe() const = 0;
-};
-
-// Opens (creating if missing) the store named by `uri`.
-// Errors: invalid_argument for an unknown scheme or an empty path; busy when another
-// process holds the store's lock; io_error for any other failure to open.
-Result<std::unique_ptr<StorageHandle>> open_storage(std::string_view uri);
+// Opens (creating if missing) the store named by `uri` (see storage_uri.hpp).
+// Errors: invalid_argument for a malformed URI; busy when another process holds the
+// store's lock; io_error when the path is unusable (not a directory, no permission, ...).
+Result<std::unique_ptr<Backend>> open_backend(std::string_view uri);
+Result<std::unique_ptr<Backend>> open_backend(const StorageUri& uri);
 
 }  // namespace dorm::storage

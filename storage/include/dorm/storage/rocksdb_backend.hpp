@@ -1,0 +1,71 @@
+// RocksDbBackend — the default store (`rocksdb:PATH`), embedded RocksDB.
+//
+// One database, default column family only, in total order: no prefix extractor, because
+// scans cross object prefixes (alarm and index scans, `inspect`), and an iterator with a
+// prefix extractor is undefined once it leaves the seek prefix. Durability maps onto the
+// write-ahead log: `process` writes each commit's WAL record to the OS before returning
+// (WriteOptions::sync = false; survives SIGKILL), `fsync` also syncs the WAL
+// (WriteOptions::sync = true; survives power loss).
+//
+// Including this header pulls in RocksDB's headers; most code wants open_backend().
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
+#include <rocksdb/options.h>
+
+#include <memory>
+#include <string>
+
+#include "dorm/storage/backend.hpp"
+
+namespace dorm::storage {
+
+class RocksDbBackend final : public Backend {
+ public:
+  struct Tuning {
+    // Block cache shared by all table readers.
+    std::size_t block_cache_bytes = 64u << 20;
+    // Replaces the file system (tests wrap the default one to count WAL syncs).
+    std::shared_ptr<rocksdb::FileSystem> file_system;
+  };
+
+  // The exact Options dorm opens a database with (commented in the .cpp); the storage
+  // benchmark opens its raw-RocksDB baseline with the same.
+  static rocksdb::Options make_options(const Tuning& tuning);
+  static rocksdb::WriteOptions make_write_options(Durability durability);
+
+  // Opens or creates the database in directory `path`.
+  // Errors: busy when another process holds its LOCK; io_error otherwise.
+  static Result<std::unique_ptr<RocksDbBackend>> open(const std::string& path,
+                                                      Durability durability,
+                                                      const Tuning& tuning);
+  static Result<std::unique_ptr<RocksDbBackend>> open(const std::string& path,
+                                                      Durability durability) {
+    return open(path, durability, Tuning{});
+  }
+
+  ~RocksDbBackend() override;
+
+  Result<std::optional<std::string>> get(std::string_view key) override;
+  Result<std::vector<std::optional<std::string>>> get_many(
+      std::span<const std::string> keys) override;
+  Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
+  Result<void> commit(const WriteBatch& batch) override;
+  Durability durability() const override { return durability_; }
+  std::string describe() const override;
+
+  // The underlying database, for tools that need RocksDB itself (statistics, benchmarks).
+  rocksdb::DB& db() { return *db_; }
+
+ private:
+  RocksDbBackend(std::string path, Durability durability, std::unique_ptr<rocksdb::DB> db);
+
+  std::string path_;
+  Durability durability_;
+  rocksdb::WriteOptions write_options_;
+  std::unique_ptr<rocksdb::Env> env_;  // only with Tuning::file_system; outlives db_
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+}  // namespace dorm::storage

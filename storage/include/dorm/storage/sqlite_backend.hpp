@@ -1,0 +1,60 @@
+// SqliteBackend — `sqlite:PATH`, one SQLite database file.
+//
+// One table, `kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID`: BLOB keys compare with
+// memcmp, which is exactly the Backend's byte-wise order. WAL journal mode, so readers
+// never block the writer and each SELECT reads one consistent snapshot. Each thread gets
+// its own connection (SQLite connections must not be shared between concurrent threads),
+// with prepared statements kept per connection and a busy timeout for the moments two
+// connections want the write lock. Durability maps onto `synchronous`: NORMAL for process
+// (in WAL mode a commit is in the OS before it returns: survives a killed process),
+// FULL for fsync (the WAL is synced at every commit: survives power loss).
+//
+// A dorm store has one owner process: the backend holds an exclusive lock on
+// `PATH.lock` for as long as it is open, and a second opener gets `busy`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dorm/storage/backend.hpp"
+
+namespace dorm::storage {
+
+class SqliteBackend final : public Backend {
+ public:
+  // Opens or creates the database file at `path`.
+  // Errors: busy when another process has it open through dorm; io_error otherwise.
+  static Result<std::unique_ptr<SqliteBackend>> open(const std::string& path,
+                                                     Durability durability);
+  ~SqliteBackend() override;
+
+  Result<std::optional<std::string>> get(std::string_view key) override;
+  Result<std::vector<std::optional<std::string>>> get_many(
+      std::span<const std::string> keys) override;
+  Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
+  Result<void> commit(const WriteBatch& batch) override;
+  Durability durability() const override { return durability_; }
+  std::string describe() const override;
+
+  // The value of `PRAGMA synchronous` on the calling thread's connection (1 = NORMAL,
+  // 2 = FULL), so tests can check what durability is in force.
+  Result<int> synchronous_pragma();
+
+  class Connection;
+
+ private:
+  SqliteBackend(std::string path, Durability durability, int lock_fd);
+  Result<Connection*> connection();
+
+  const std::string path_;
+  const Durability durability_;
+  const std::uint64_t instance_;  // keys this backend's per-thread connections
+  int lock_fd_;
+  std::mutex connections_mutex_;
+  std::vector<std::shared_ptr<Connection>> connections_;  // every thread's, closed at close
+};
+
+}  // namespace dorm::storage

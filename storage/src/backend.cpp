@@ -1,0 +1,48 @@
+#include "dorm/storage/backend.hpp"
+
+namespace dorm::storage {
+
+std::string_view to_string(Durability d) noexcept {
+  switch (d) {
+    case Durability::process: return "process";
+    case Durability::fsync: return "fsync";
+  }
+  return "unknown";
+}
+
+std::optional<std::string> ScanOptions::prefix_successor(std::string_view prefix) {
+  std::string s(prefix);
+  while (!s.empty() && static_cast<unsigned char>(s.back()) == 0xFF) s.pop_back();
+  if (s.empty()) return std::nullopt;
+  s.back() = static_cast<char>(static_cast<unsigned char>(s.back()) + 1);
+  return s;
+}
+
+ScanOptions ScanOptions::with_prefix(std::string_view prefix) {
+  ScanOptions options;
+  options.start = std::string(prefix);
+  options.end = prefix_successor(prefix);
+  return options;
+}
+
+Result<void> ScanOptions::validate() const {
+  if (end && *end < start) {
+    return Error{ErrorCode::invalid_argument, "scan range end precedes its start"};
+  }
+  return {};
+}
+
+ScanOptions::Bounds ScanOptions::bounds() const {
+  Bounds b{start, end};
+  if (!start_after) return b;
+  if (!reverse) {
+    // The smallest key greater than k is k followed by one 0x00 byte.
+    std::string after = *start_after + '\0';
+    if (after > b.lower) b.lower = std::move(after);
+  } else if (!b.upper || *start_after < *b.upper) {
+    b.upper = *start_after;
+  }
+  return b;
+}
+
+}  // namespace dorm::storage

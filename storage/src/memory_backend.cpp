@@ -1,0 +1,61 @@
+#include "dorm/storage/memory_backend.hpp"
+
+#include <mutex>
+
+namespace dorm::storage {
+
+Result<std::optional<std::string>> MemoryBackend::get(std::string_view key) {
+  std::shared_lock lock(mutex_);
+  auto it = data_.find(key);
+  if (it == data_.end()) return std::optional<std::string>{};
+  return std::optional<std::string>{it->second};
+}
+
+Result<std::vector<std::optional<std::string>>> MemoryBackend::get_many(
+    std::span<const std::string> keys) {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(keys.size());
+  std::shared_lock lock(mutex_);
+  for (const auto& key : keys) {
+    auto it = data_.find(key);
+    out.push_back(it == data_.end() ? std::nullopt : std::optional<std::string>{it->second});
+  }
+  return out;
+}
+
+Result<std::vector<KeyValue>> MemoryBackend::scan(const ScanOptions& options) {
+  if (auto ok = options.validate(); !ok) return std::move(ok).error();
+  ScanOptions::Bounds bounds = options.bounds();
+  std::vector<KeyValue> out;
+  if (bounds.empty()) return out;
+  auto full = [&] { return options.limit != 0 && out.size() >= options.limit; };
+  std::shared_lock lock(mutex_);
+  auto first = data_.lower_bound(bounds.lower);
+  auto last = bounds.upper ? data_.lower_bound(*bounds.upper) : data_.end();
+  if (!options.reverse) {
+    for (auto it = first; it != last && !full(); ++it) out.push_back({it->first, it->second});
+  } else {
+    for (auto it = last; it != first && !full();) {
+      --it;
+      out.push_back({it->first, it->second});
+    }
+  }
+  return out;
+}
+
+Result<void> MemoryBackend::commit(const WriteBatch& batch) {
+  if (auto ok = batch.validate(); !ok) return ok;
+  std::unique_lock lock(mutex_);
+  for (const auto& op : batch.ops()) {
+    switch (op.kind) {
+      case WriteBatch::Kind::put: data_.insert_or_assign(op.key, op.value); break;
+      case WriteBatch::Kind::del: data_.erase(op.key); break;
+      case WriteBatch::Kind::delete_range:
+        data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));
+        break;
+    }
+  }
+  return {};
+}
+
+}  // namespace dorm::storage

@@ -1,0 +1,103 @@
+#include "dorm/storage/storage_uri.hpp"
+
+#include <set>
+
+namespace dorm::storage {
+namespace {
+
+Error bad(std::string_view uri, std::string_view why) {
+  return Error{ErrorCode::invalid_argument,
+               "invalid storage URI '" + std::string(uri) + "': " + std::string(why)};
+}
+
+}  // namespace
+
+std::string_view to_string(Scheme s) noexcept {
+  switch (s) {
+    case Scheme::rocksdb: return "rocksdb";
+    case Scheme::sqlite: return "sqlite";
+    case Scheme::memory: return "memory";
+  }
+  return "unknown";
+}
+
+std::string StorageUri::to_string() const {
+  std::string out{storage::to_string(scheme)};
+  out += ':';
+  out += path;
+  if (durability != Durability::process) {
+    out += "?durability=";
+    out += storage::to_string(durability);
+  }
+  return out;
+}
+
+Result<StorageUri> parse_storage_uri(std::string_view uri) {
+  auto colon = uri.find(':');
+  if (colon == std::string_view::npos) {
+    return bad(uri, "expected SCHEME:PATH with scheme rocksdb, sqlite or memory");
+  }
+  std::string_view scheme = uri.substr(0, colon);
+  std::string_view rest = uri.substr(colon + 1);
+  std::string_view path = rest.substr(0, rest.find('?'));
+  std::string_view query =
+      rest.size() > path.size() ? rest.substr(path.size() + 1) : std::string_view{};
+  bool has_query = rest.size() > path.size();
+
+  StorageUri out;
+  if (scheme == "rocksdb") {
+    out.scheme = Scheme::rocksdb;
+  } else if (scheme == "sqlite") {
+    out.scheme = Scheme::sqlite;
+  } else if (scheme == "memory") {
+    out.scheme = Scheme::memory;
+  } else {
+    return bad(uri, "unknown scheme '" + std::string(scheme) +
+                        "' (expected rocksdb, sqlite or memory)");
+  }
+  if (out.scheme == Scheme::memory) {
+    if (!path.empty()) return bad(uri, "memory: takes no path");
+  } else if (path.empty()) {
+    return bad(uri, std::string(scheme) + ": needs a path, e.g. " + std::string(scheme) +
+                        ":./dorm-data");
+  }
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f) return bad(uri, "the path contains a control character");
+  }
+  out.path = std::string(path);
+
+  if (has_query) {
+    std::set<std::string_view> seen;
+    std::size_t pos = 0;
+    while (true) {
+      std::size_t amp = query.find('&', pos);
+      std::string_view pair = query.substr(pos, amp == std::string_view::npos ? amp : amp - pos);
+      if (pair.empty()) return bad(uri, "empty option (stray '?' or '&')");
+      auto eq = pair.find('=');
+      if (eq == std::string_view::npos) {
+        return bad(uri, "option '" + std::string(pair) + "' has no '=value'");
+      }
+      std::string_view name = pair.substr(0, eq);
+      std::string_view value = pair.substr(eq + 1);
+      if (!seen.insert(name).second) {
+        return bad(uri, "option '" + std::string(name) + "' is given twice");
+      }
+      if (name == "durability") {
+        if (value == "process") {
+          out.durability = Durability::process;
+        } else if (value == "fsync") {
+          out.durability = Durability::fsync;
+        } else {
+          return bad(uri, "durability must be process or fsync, not '" + std::string(value) + "'");
+        }
+      } else {
+        return bad(uri, "unknown option '" + std::string(name) + "' (known: durability)");
+      }
+      if (amp == std::string_view::npos) break;
+      pos = amp + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace dorm::storage
