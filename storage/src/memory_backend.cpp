@@ -46,10 +46,12 @@ Result<std::vector<KeyValue>> MemoryBackend::scan(const ScanOptions& options) {
 Result<void> MemoryBackend::commit(const WriteBatch& batch) {
   if (auto ok = batch.validate(); !ok) return ok;
   std::unique_lock lock(mutex_);
-  for (const auto& op : batch.ops()) {
+  for (const auto op : batch.ops()) {
     switch (op.kind) {
-      case WriteBatch::Kind::put: data_.insert_or_assign(op.key, op.value); break;
-      case WriteBatch::Kind::del: data_.erase(op.key); break;
+      case WriteBatch::Kind::put: data_.insert_or_assign(std::string(op.key), op.value); break;
+      case WriteBatch::Kind::del:
+        if (auto it = data_.find(op.key); it != data_.end()) data_.erase(it);
+        break;
       case WriteBatch::Kind::delete_range:
         data_.erase(data_.lower_bound(op.key), data_.lower_bound(op.value));
         break;

@@ -171,8 +171,9 @@ Result<std::vector<KeyValue>> RocksDbBackend::scan(const ScanOptions& options) {
 Result<void> RocksDbBackend::commit(const WriteBatch& batch) {
   if (auto ok = batch.validate(); !ok) return ok;
   if (batch.empty()) return {};
-  rocksdb::WriteBatch wb;
-  for (const auto& op : batch.ops()) {
+  // One allocation up front: the payload plus per-record headers (tag, varint lengths).
+  rocksdb::WriteBatch wb(batch.byte_size() + 12 * batch.size() + 12);
+  for (const auto op : batch.ops()) {
     rocksdb::Status s;
     switch (op.kind) {
       case WriteBatch::Kind::put: s = wb.Put(slice(op.key), slice(op.value)); break;

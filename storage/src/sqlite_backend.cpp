@@ -282,7 +282,7 @@ Result<void> SqliteBackend::commit(const WriteBatch& batch) {
     StatementUse begin(conn.begin_write);
     if (!step_done(*begin)) return sqlite_error(conn.db, "sqlite cannot begin a commit");
   }
-  for (const auto& op : batch.ops()) {
+  for (const auto op : batch.ops()) {
     sqlite3_stmt* chosen = op.kind == WriteBatch::Kind::put ? conn.put
                            : op.kind == WriteBatch::Kind::del ? conn.del
                                                               : conn.del_range;

@@ -2,30 +2,27 @@
 
 namespace dorm::storage {
 
-void WriteBatch::put(std::string_view key, std::string_view value) {
-  ops_.push_back(Op{Kind::put, std::string(key), std::string(value)});
-  bytes_ += key.size() + value.size();
+void WriteBatch::add(Kind kind, std::string_view key, std::string_view value) {
+  entries_.push_back(Entry{kind, bytes_.size(), key.size(), value.size()});
+  bytes_.append(key);
+  bytes_.append(value);
 }
 
-void WriteBatch::del(std::string_view key) {
-  ops_.push_back(Op{Kind::del, std::string(key), {}});
-  bytes_ += key.size();
-}
-
-void WriteBatch::delete_range(std::string_view begin, std::string_view end) {
-  ops_.push_back(Op{Kind::delete_range, std::string(begin), std::string(end)});
-  bytes_ += begin.size() + end.size();
+WriteBatch::Op WriteBatch::op(std::size_t i) const {
+  const Entry& e = entries_[i];
+  std::string_view all(bytes_);
+  return Op{e.kind, all.substr(e.offset, e.key_size), all.substr(e.offset + e.key_size, e.value_size)};
 }
 
 void WriteBatch::clear() {
-  ops_.clear();
-  bytes_ = 0;
+  entries_.clear();
+  bytes_.clear();
 }
 
 Result<void> WriteBatch::validate() const {
-  for (std::size_t i = 0; i < ops_.size(); ++i) {
-    const Op& op = ops_[i];
-    if (op.kind == Kind::delete_range && op.value < op.key) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    Op o = op(i);
+    if (o.kind == Kind::delete_range && o.value < o.key) {
       return Error{ErrorCode::invalid_argument,
                    "operation " + std::to_string(i) +
                        " of the batch is a delete_range whose end precedes its begin"};

@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include "serve.hpp"
+#ifdef DORM_WITH_BENCH
+#include "bench/storage_bench.hpp"
+#endif
 #include "version.hpp"
 
 int main(int argc, char** argv) {
@@ -23,8 +26,44 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
 
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (release builds configured with -Dbench=true)");
+  bench_cmd->require_subcommand(1);
+#ifdef DORM_WITH_BENCH
+  dorm::bench::StorageBenchOptions storage_bench;
+  auto* bench_storage = bench_cmd->add_subcommand(
+      "storage", "The storage layer against raw RocksDB (and SQLite, memory alongside)");
+  bench_storage->add_option("--dir", storage_bench.dir, "Directory for the databases (default: a temporary one)");
+  bench_storage->add_option("--rounds", storage_bench.rounds, "Interleaved rounds (median over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  bench_storage->add_option("--ops", storage_bench.ops, "Operations per row, subject and round")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 10'000'000));
+  bench_storage->add_flag("!--no-fsync", storage_bench.fsync_rows, "Skip the fsync rows");
+  bench_storage->add_flag("!--no-open-after-kill", storage_bench.open_after_kill,
+                          "Skip the open-after-SIGKILL measurement");
+  std::string fill_dir;
+  auto* bench_fill = bench_cmd->add_subcommand("storage-fill", "");  // internal helper
+  bench_fill->group("");  // hidden from --help
+  bench_fill->add_option("dir", fill_dir)->required();
+#endif
+
   CLI11_PARSE(app, argc, argv);
 
   if (serve_cmd->parsed()) return dorm::tools::serve(serve);
+#ifdef DORM_WITH_BENCH
+  try {
+    if (bench_storage->parsed()) return dorm::bench::run_storage_bench(storage_bench);
+    if (bench_fill->parsed()) return dorm::bench::storage_bench_fill_and_wait(fill_dir);
+  } catch (const std::exception& e) {
+    spdlog::error("benchmark failed: {}", e.what());
+    return 1;
+  }
+#else
+  if (bench_cmd->parsed()) {
+    spdlog::error("this dorm was built without benchmarks: configure a release build with -Dbench=true");
+    return 1;
+  }
+#endif
   return 0;
 }
