@@ -119,7 +119,9 @@ void crash_loop(const std::string& scheme, const std::string& file) {
     REQUIRE(rows.ok());
     std::map<long, int> keys_per_batch;
     for (const auto& kv : *rows) keys_per_batch[std::stol(kv.key.substr(6, 10))]++;
-    for (auto [batch, count] : keys_per_batch) {
+    for (const auto& entry : keys_per_batch) {
+      long batch = entry.first;  // a named copy: clang cannot capture a structured binding
+      int count = entry.second;
       CAPTURE(batch);
       CHECK(count == 1000);                   // all or nothing
       CHECK(all_begun.count(batch) == 1);     // nothing appears that was never written

@@ -1,0 +1,127 @@
+// DurableObject — the base class of every durable object.
+//
+// A durable object is addressed by an ObjectId in a namespace; at most one activation of
+// it exists in a process at a time. Its state lives in the runtime's storage under its
+// own key prefix and is reached only through the storage calls below, which are
+// synchronous: nothing else runs on this object while a handler runs (the input gate).
+//
+// Each message is handled in one *turn*: the handler from behavior() runs, everything it
+// wrote commits atomically, and only then are its reply and the messages it sent
+// released (the output gate). If the commit fails, nothing is released, the object is
+// reset (this instance is dropped; messages queued behind it fail with object_reset) and
+// the next message activates a fresh instance from storage. A handler that throws, or a
+// storage call that breaks a limit, fails its turn the same way: an instance whose
+// memory may hold changes that storage does not is never used again.
+//
+// Object code sends only through send() here, never through CAF directly: CAF would
+// release a message the moment it is sent, before the turn's writes are durable.
+#pragma once
+
+#include <caf/behavior.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dorm/result.hpp"
+#include "dorm/runtime/object_id.hpp"
+#include "dorm/storage/backend.hpp"
+
+namespace dorm {
+
+class Runtime;
+class Clock;
+namespace detail {
+class ObjectHost;
+}
+
+// Why an activation started. (after_crash, after_shutdown and after_redeploy come with
+// restart support; today a first activation in a runtime reports `first`.)
+enum class StartReason { first, wake, after_reset, after_crash, after_shutdown, after_redeploy };
+// Why an activation stopped.
+enum class StopReason { idle, budget, drain, shutdown };
+
+const char* to_string(StartReason r);
+const char* to_string(StopReason r);
+
+// Which activation of which start of the runtime: records that must outlive an activation
+// carry it, so a later activation can tell its own from a dead one's.
+struct Epoch {
+  std::uint64_t generation = 0;  // durable, bumped at every runtime start
+  std::uint64_t activation = 0;  // process-wide, bumped at every activation
+  friend auto operator<=>(const Epoch&, const Epoch&) = default;
+};
+
+// A reference to an object that may not be active yet; the first message activates it.
+struct ObjectHandle {
+  ObjectId id;
+};
+
+// Which keys list() returns: either a prefix, or start/start_after/end, of the object's
+// own keys; forward or reverse; at most `limit` (0 = all).
+struct ListOptions {
+  std::string prefix;
+  std::optional<std::string> start;
+  std::optional<std::string> start_after;
+  std::optional<std::string> end;
+  bool reverse = false;
+  std::size_t limit = 0;
+};
+
+class DurableObject {
+ public:
+  virtual ~DurableObject() = default;
+
+  // Runs before any message, in its own turn. Synchronous: it may read and write storage
+  // and end its batch early with commit(), but not wait for other actors.
+  virtual void on_start(StartReason) {}
+  // Runs when the activation stops for one of StopReason's reasons (not on a reset, not
+  // on a crash), in a turn of its own.
+  virtual void on_stop(StopReason) {}
+  // The message handlers. Each handler's return value is the reply.
+  virtual caf::behavior behavior() = 0;
+
+ protected:
+  // ---- storage (this object's keys only); errors: limit_exceeded, io_error ----
+  Result<std::optional<std::string>> get(std::string_view key);
+  Result<std::vector<std::optional<std::string>>> get_many(std::span<const std::string> keys);
+  Result<void> put(std::string_view key, std::string_view value);
+  Result<void> put_many(std::span<const std::pair<std::string, std::string>> entries);
+  // Returns whether the key existed.
+  Result<bool> del(std::string_view key);
+  // Returns how many of the keys existed.
+  Result<std::size_t> del_many(std::span<const std::string> keys);
+  Result<std::vector<storage::KeyValue>> list(const ListOptions& options = {});
+  Result<void> delete_all();
+  // Commits what this turn wrote so far and releases what it sent. Only in on_start
+  // (anywhere else it fails with invalid_argument and changes nothing).
+  Result<void> commit();
+
+  // ---- runtime indexes: entries committed with this turn's batch ----
+  Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
+  Result<void> index_del(std::string_view index, std::string_view key);
+
+  // ---- identity, time, messages ----
+  const ObjectId& id() const;
+  Epoch epoch() const;
+  Runtime& runtime() const;
+  const Clock& clock() const;
+
+  // Sends a message to another object, released only when this turn commits.
+  template <class... Ts>
+  void send(const ObjectHandle& to, Ts&&... xs) {
+    send_message(to, caf::make_message(std::forward<Ts>(xs)...));
+  }
+  void send_message(const ObjectHandle& to, caf::message msg);
+
+ private:
+  friend class detail::ObjectHost;
+  detail::ObjectHost* host_ = nullptr;
+};
+
+}  // namespace dorm

@@ -1,0 +1,129 @@
+// Runtime — hosts durable objects on one CAF actor system over one storage backend.
+//
+// A runtime is given a Backend (which outlives it: a later runtime may start over the same
+// backend in the same process) and a set of namespaces, each with the class of object it
+// holds. It mints and checks ids, activates objects on their first message (exactly one
+// activation per id at a time, through a directory that senders consult under a lock, not
+// a central actor), bounds each object's mailbox, and keeps process-wide indexes that
+// turns write in their own batches and anyone may scan without activating an object.
+//
+// On a VirtualClock the runtime uses CAF's deterministic test scheduler: nothing runs
+// until run_until_idle(), and VirtualClock::advance() moves CAF's timers along. Such a
+// runtime must only be used from one thread.
+#pragma once
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "dorm/result.hpp"
+#include "dorm/runtime/clock.hpp"
+#include "dorm/runtime/durable_object.hpp"
+#include "dorm/runtime/object_id.hpp"
+#include "dorm/storage/backend.hpp"
+
+namespace dorm {
+
+// Per-object storage limits. The defaults follow Cloudflare Durable Objects: a key fits in
+// a request line, a value in a comfortable message, a turn's batch in one backend commit.
+struct StorageLimits {
+  std::size_t max_key_bytes = 2048;
+  std::size_t max_value_bytes = 128 * 1024;
+  std::size_t max_batch_entries = 10'000;
+  std::size_t max_batch_bytes = 16 * 1024 * 1024;
+};
+
+struct RuntimeOptions {
+  // Durable time. Null: the system clock.
+  const Clock* clock = nullptr;
+  // Set for deterministic tests: the runtime runs on CAF's test scheduler driven by this
+  // clock (which then is also the durable clock).
+  VirtualClock* virtual_clock = nullptr;
+  // CAF worker threads; 0 picks CAF's default (one per core). Turns are synchronous, so a
+  // slow turn occupies a worker: size this for the storage latency you expect.
+  std::size_t workers = 0;
+  // Messages an object may have accepted and not finished; more are refused with
+  // `overloaded` (CAF's own mailboxes are unbounded).
+  std::size_t mailbox_bound = 1024;
+  StorageLimits limits;
+  // A turn that takes longer than this logs `slow_turn`.
+  std::chrono::milliseconds slow_turn{100};
+  // A 32-byte secret for ids from this file instead of the one kept in the backend.
+  std::string secret_file;
+};
+
+using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;
+using ReplyHandler = std::function<void(caf::expected<caf::message>)>;
+
+class Runtime {
+ public:
+  // Starts a runtime over `backend`: reads (or creates, at first open) the id secret and
+  // bumps the durable generation. Errors: storage errors; invalid_argument for a bad
+  // secret file.
+  static Result<std::unique_ptr<Runtime>> start(storage::Backend& backend,
+                                                RuntimeOptions options = {});
+
+  // Stops every active object (on_stop(shutdown), committed) and the actor system.
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Registers a namespace; names are 1-64 characters of [a-z0-9._-].
+  // Errors: invalid_argument for a bad or already registered name.
+  Result<void> register_namespace(std::string_view ns, ObjectFactory factory);
+
+  // ---- ids ----
+  ObjectId id_from_name(std::string_view ns, std::string_view name) const;
+  Result<ObjectId> new_unique_id(std::string_view ns) const;
+  Result<ObjectId> parse_id(std::string_view ns, std::string_view text) const;
+
+  // A handle usable before the object is active. Errors: unknown namespace.
+  Result<ObjectHandle> get(const ObjectId& id) const;
+
+  // ---- messages from outside any object ----
+  template <class... Ts>
+  void send(const ObjectHandle& to, Ts&&... xs) {
+    deliver(to, caf::make_message(std::forward<Ts>(xs)...), nullptr);
+  }
+  // `on_reply` runs once, with the handler's reply or an error (object_reset, overloaded,
+  // turn_failed, ...), on whichever thread finished the turn.
+  template <class... Ts>
+  void request(const ObjectHandle& to, ReplyHandler on_reply, Ts&&... xs) {
+    deliver(to, caf::make_message(std::forward<Ts>(xs)...), std::move(on_reply));
+  }
+  void deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply);
+
+  // ---- runtime indexes ----
+  // Entries of index `name` with key >= start (after the index prefix), in key order, at
+  // most `limit` (0 = all). Reads storage only; activates nothing.
+  Result<std::vector<storage::KeyValue>> scan_index(std::string_view name,
+                                                    std::string_view start = {},
+                                                    std::size_t limit = 0) const;
+
+  // ---- introspection ----
+  std::uint64_t generation() const;
+  std::size_t active_objects() const;
+  const Clock& clock() const;
+  storage::Backend& backend() const;
+  caf::actor_system& system();
+
+  // ---- virtual time only ----
+  // Runs every queued job until none is left; returns how many ran.
+  std::size_t run_until_idle();
+
+  struct Impl;
+
+ private:
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dorm

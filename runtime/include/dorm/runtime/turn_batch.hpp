@@ -1,0 +1,53 @@
+// TurnBatch — everything one turn writes, buffered until the turn commits.
+//
+// A turn's storage calls are synchronous and never interleave with another message's
+// (the input gate). Writes go into this batch instead of the backend; reads consult the
+// batch first, so a turn sees its own writes, and the backend only for keys the turn has
+// not touched. At the end of the turn the whole batch commits atomically, and only then
+// are the turn's replies and outgoing messages released (the output gate).
+//
+// Keys here are full backend keys; the per-object prefix and the per-key limits are the
+// caller's (ObjectStorage's) business.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dorm/result.hpp"
+#include "dorm/storage/backend.hpp"
+
+namespace dorm {
+
+class TurnBatch {
+ public:
+  explicit TurnBatch(storage::Backend& backend) : backend_(backend) {}
+
+  // The value the key has as seen by this turn.
+  Result<std::optional<std::string>> get(const std::string& key);
+  // The entries in range as seen by this turn: the backend's, with this turn's writes
+  // applied. Same options and order as Backend::scan.
+  Result<std::vector<storage::KeyValue>> scan(const storage::ScanOptions& options);
+
+  void put(std::string key, std::string value);
+  void del(std::string key);
+  void delete_range(std::string begin, std::string end);
+
+  bool empty() const { return batch_.empty(); }
+  std::size_t entries() const { return batch_.size(); }
+  std::size_t bytes() const { return batch_.byte_size(); }
+  const storage::WriteBatch& writes() const { return batch_; }
+  void clear();
+
+ private:
+  // True if a range delete of this turn covers `key` and no later write re-created it.
+  bool masked(const std::string& key) const;
+
+  storage::Backend& backend_;
+  storage::WriteBatch batch_;                                  // what commit applies, in order
+  std::map<std::string, std::optional<std::string>> overlay_;  // latest write per key
+  std::vector<std::pair<std::string, std::string>> ranges_;    // range deletes of this turn
+};
+
+}  // namespace dorm

@@ -1,0 +1,87 @@
+#include "dorm/runtime/durable_object.hpp"
+
+#include "object_host.hpp"
+
+namespace dorm {
+
+const char* to_string(StartReason r) {
+  switch (r) {
+    case StartReason::first: return "first";
+    case StartReason::wake: return "wake";
+    case StartReason::after_reset: return "after_reset";
+    case StartReason::after_crash: return "after_crash";
+    case StartReason::after_shutdown: return "after_shutdown";
+    case StartReason::after_redeploy: return "after_redeploy";
+  }
+  return "unknown";
+}
+
+const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::idle: return "idle";
+    case StopReason::budget: return "budget";
+    case StopReason::drain: return "drain";
+    case StopReason::shutdown: return "shutdown";
+  }
+  return "unknown";
+}
+
+Result<std::optional<std::string>> DurableObject::get(std::string_view key) {
+  return host_->get(key);
+}
+
+Result<std::vector<std::optional<std::string>>> DurableObject::get_many(
+    std::span<const std::string> keys) {
+  return host_->get_many(keys);
+}
+
+Result<void> DurableObject::put(std::string_view key, std::string_view value) {
+  return host_->put(key, value);
+}
+
+Result<void> DurableObject::put_many(std::span<const std::pair<std::string, std::string>> entries) {
+  for (const auto& [k, v] : entries) {
+    if (auto ok = host_->put(k, v); !ok) return ok;
+  }
+  return {};
+}
+
+Result<bool> DurableObject::del(std::string_view key) { return host_->del(key); }
+
+Result<std::size_t> DurableObject::del_many(std::span<const std::string> keys) {
+  std::size_t existed = 0;
+  for (const auto& k : keys) {
+    auto r = host_->del(k);
+    if (!r) return std::move(r).error();
+    existed += *r ? 1 : 0;
+  }
+  return existed;
+}
+
+Result<std::vector<storage::KeyValue>> DurableObject::list(const ListOptions& options) {
+  return host_->list(options);
+}
+
+Result<void> DurableObject::delete_all() { return host_->delete_all(); }
+
+Result<void> DurableObject::commit() { return host_->commit_early(); }
+
+Result<void> DurableObject::index_put(std::string_view index, std::string_view key,
+                                      std::string_view value) {
+  return host_->index_put(index, key, value);
+}
+
+Result<void> DurableObject::index_del(std::string_view index, std::string_view key) {
+  return host_->index_del(index, key);
+}
+
+const ObjectId& DurableObject::id() const { return host_->id(); }
+Epoch DurableObject::epoch() const { return host_->epoch(); }
+Runtime& DurableObject::runtime() const { return host_->runtime(); }
+const Clock& DurableObject::clock() const { return host_->clock(); }
+
+void DurableObject::send_message(const ObjectHandle& to, caf::message msg) {
+  host_->send_message(to, std::move(msg));
+}
+
+}  // namespace dorm

@@ -1,0 +1,33 @@
+#include "dorm/runtime/keys.hpp"
+
+namespace dorm::keys {
+
+std::string meta(std::string_view name) { return std::string(1, kMeta) + std::string(name); }
+
+std::string object_prefix(std::string_view ns, std::string_view id_body) {
+  std::string out(1, kObject);
+  out.append(ns).push_back('\0');
+  out.append(id_body);
+  return out;
+}
+
+std::string index_prefix(std::string_view index) {
+  std::string out(1, kIndex);
+  out.append(index).push_back('\0');
+  return out;
+}
+
+std::string index_entry(std::string_view index, std::string_view key) {
+  return index_prefix(index).append(key);
+}
+
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace dorm::keys

@@ -1,0 +1,316 @@
+#include "object_host.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "dorm/runtime/keys.hpp"
+
+namespace dorm::detail {
+namespace {
+
+Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
+  return Error{ErrorCode::limit_exceeded, std::string(what) + " of " + std::to_string(size) +
+                                              " bytes exceeds the limit of " +
+                                              std::to_string(limit) + " bytes"};
+}
+
+Error outside_turn() {
+  return Error{ErrorCode::invalid_argument, "object storage used outside a turn"};
+}
+
+}  // namespace
+
+ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
+                       std::shared_ptr<Activation> activation,
+                       std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch)
+    : caf::event_based_actor(cfg),
+      runtime_(runtime),
+      impl_(impl),
+      id_(std::move(id)),
+      prefix_(keys::object_prefix(id_.ns(), id_.body())),
+      activation_(std::move(activation)),
+      object_(std::move(object)),
+      start_reason_(reason),
+      epoch_(epoch),
+      batch_(impl->backend) {
+  object_->host_ = this;
+}
+
+ObjectHost::~ObjectHost() {
+  if (object_) object_->host_ = nullptr;
+}
+
+void ObjectHost::on_exit() {
+  if (object_) object_->host_ = nullptr;
+  object_.reset();
+  handlers_ = caf::behavior{};
+  activation_.reset();
+}
+
+caf::behavior ObjectHost::make_behavior() {
+  // on_start completes before any message is handled: messages sent meanwhile wait in the
+  // mailbox, in send order.
+  in_turn_ = true;
+  caf::error failure;
+  try {
+    object_->on_start(start_reason_);
+  } catch (const std::exception& e) {
+    failure = make_error(RuntimeErrc::turn_failed, std::string("on_start threw: ") + e.what());
+  }
+  if (!failure) {
+    failure = finish_turn();
+  } else {
+    batch_.clear();
+    outbox_.clear();
+  }
+  in_turn_ = false;
+  if (failure) {
+    reset(failure);
+    return {};
+  }
+  handlers_ = object_->behavior();
+  phase_ = Phase::running;
+  return {
+      [this](Envelope& env) { handle(env); },
+      [this](const StopRequest& req) { stop(req.reason); },
+  };
+}
+
+void ObjectHost::handle(Envelope& env) {
+  if (resetting_ || phase_ != Phase::running) {
+    if (env.reply) env.reply->deliver(make_error(RuntimeErrc::object_reset));
+    return;
+  }
+  auto started = std::chrono::steady_clock::now();
+  in_turn_ = true;
+  turn_error_.reset();
+  caf::optional<caf::message> result;
+  caf::error failure;
+  try {
+    result = handlers_(env.payload);
+  } catch (const std::exception& e) {
+    failure = make_error(RuntimeErrc::turn_failed, std::string("handler threw: ") + e.what());
+  }
+  if (!failure && !result) {
+    // No handler matched: nothing ran, so nothing needs undoing.
+    in_turn_ = false;
+    batch_.clear();
+    outbox_.clear();
+    if (activation_) activation_->accepted.fetch_sub(1);
+    if (env.reply) {
+      env.reply->deliver(make_error(RuntimeErrc::turn_failed,
+                                    "no handler for " + caf::to_string(env.payload)));
+    }
+    return;
+  }
+  if (!failure) {
+    failure = finish_turn();
+  } else {
+    batch_.clear();
+    outbox_.clear();
+  }
+  in_turn_ = false;
+  if (activation_) activation_->accepted.fetch_sub(1);
+  if (failure) {
+    if (env.reply) env.reply->deliver(failure);
+    reset(failure);
+    return;
+  }
+  if (env.reply) env.reply->deliver(std::move(*result));
+  auto took = std::chrono::steady_clock::now() - started;
+  if (took > impl_->options.slow_turn) {
+    spdlog::warn("slow_turn ns={} id={} ms={}", id_.ns(), id_.to_string(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+  }
+}
+
+void ObjectHost::stop(StopReason reason) {
+  if (phase_ != Phase::running || resetting_) return;
+  phase_ = Phase::stopping;
+  in_turn_ = true;
+  turn_error_.reset();
+  caf::error failure;
+  try {
+    object_->on_stop(reason);
+  } catch (const std::exception& e) {
+    failure = make_error(RuntimeErrc::turn_failed, std::string("on_stop threw: ") + e.what());
+  }
+  if (!failure) failure = finish_turn();
+  in_turn_ = false;
+  if (failure) {
+    spdlog::warn("on_stop_failed ns={} id={} error={}", id_.ns(), id_.to_string(),
+                 describe(failure));
+  }
+  impl_->forget(id_, activation_.get(), false);
+  quit();
+}
+
+caf::error ObjectHost::finish_turn() {
+  if (turn_error_) {
+    batch_.clear();
+    outbox_.clear();
+    return make_error(RuntimeErrc::turn_failed, turn_error_->describe());
+  }
+  if (auto committed = commit_batch(); !committed) {
+    outbox_.clear();
+    return make_error(RuntimeErrc::turn_failed, "commit failed: " + committed.error().describe());
+  }
+  release_outbox();
+  return {};
+}
+
+Result<void> ObjectHost::commit_batch() {
+  if (batch_.empty()) return {};
+  auto committed = impl_->backend.commit(batch_.writes());
+  batch_.clear();
+  return committed;
+}
+
+void ObjectHost::release_outbox() {
+  auto out = std::move(outbox_);
+  outbox_.clear();
+  for (auto& [to, msg] : out) runtime_->deliver(to, std::move(msg), nullptr);
+}
+
+void ObjectHost::reset(const caf::error& why) {
+  resetting_ = true;
+  spdlog::warn("object_reset ns={} id={} reason={}", id_.ns(), id_.to_string(),
+               describe(why));
+  // New messages go to a fresh activation from now on; the ones still in this mailbox are
+  // dropped with it, and their reply sinks answer object_reset.
+  impl_->forget(id_, activation_.get(), true);
+  quit(why);
+}
+
+Result<void> ObjectHost::fail_turn(Error error) {
+  if (!turn_error_) turn_error_ = error;
+  return error;
+}
+
+Result<void> ObjectHost::check_write(std::size_t key_bytes, std::size_t value_bytes) {
+  const auto& limits = impl_->options.limits;
+  if (key_bytes > limits.max_key_bytes) return fail_turn(limit_error("key", key_bytes, limits.max_key_bytes));
+  if (value_bytes > limits.max_value_bytes) {
+    return fail_turn(limit_error("value", value_bytes, limits.max_value_bytes));
+  }
+  if (batch_.entries() + 1 > limits.max_batch_entries) {
+    return fail_turn(Error{ErrorCode::limit_exceeded,
+                           "turn batch of " + std::to_string(batch_.entries() + 1) +
+                               " entries exceeds the limit of " +
+                               std::to_string(limits.max_batch_entries) + " entries"});
+  }
+  std::size_t bytes = batch_.bytes() + prefix_.size() + key_bytes + value_bytes;
+  if (bytes > limits.max_batch_bytes) {
+    return fail_turn(limit_error("turn batch", bytes, limits.max_batch_bytes));
+  }
+  return {};
+}
+
+Result<std::optional<std::string>> ObjectHost::get(std::string_view key) {
+  if (!in_turn()) return outside_turn();
+  if (key.size() > impl_->options.limits.max_key_bytes) {
+    return fail_turn(limit_error("key", key.size(), impl_->options.limits.max_key_bytes)).error();
+  }
+  return batch_.get(full_key(key));
+}
+
+Result<std::vector<std::optional<std::string>>> ObjectHost::get_many(
+    std::span<const std::string> keys) {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) {
+    auto v = get(k);
+    if (!v) return std::move(v).error();
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+Result<void> ObjectHost::put(std::string_view key, std::string_view value) {
+  if (!in_turn()) return outside_turn();
+  if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
+  batch_.put(full_key(key), std::string(value));
+  return {};
+}
+
+Result<bool> ObjectHost::del(std::string_view key) {
+  auto existing = get(key);
+  if (!existing) return std::move(existing).error();
+  if (auto ok = check_write(key.size(), 0); !ok) return std::move(ok).error();
+  batch_.del(full_key(key));
+  return existing->has_value();
+}
+
+Result<std::vector<storage::KeyValue>> ObjectHost::list(const ListOptions& options) {
+  if (!in_turn()) return outside_turn();
+  // The object's own range, narrowed by the prefix and then by start/end.
+  std::string lower = prefix_ + options.prefix;
+  std::optional<std::string> upper = storage::ScanOptions::prefix_successor(lower);
+  if (options.start && prefix_ + *options.start > lower) lower = prefix_ + *options.start;
+  if (options.end) {
+    std::string end = prefix_ + *options.end;
+    if (!upper || end < *upper) upper = end;
+  }
+  storage::ScanOptions scan;
+  scan.start = lower;
+  scan.end = upper;
+  if (scan.end && *scan.end < scan.start) scan.end = scan.start;  // an empty range
+  if (options.start_after) scan.start_after = prefix_ + *options.start_after;
+  scan.reverse = options.reverse;
+  scan.limit = options.limit;
+  auto rows = batch_.scan(scan);
+  if (!rows) return std::move(rows).error();
+  for (auto& kv : *rows) kv.key.erase(0, prefix_.size());
+  return rows;
+}
+
+Result<void> ObjectHost::delete_all() {
+  if (!in_turn()) return outside_turn();
+  if (auto ok = check_write(0, 0); !ok) return ok;
+  batch_.delete_range(prefix_, *storage::ScanOptions::prefix_successor(prefix_));
+  return {};
+}
+
+Result<void> ObjectHost::commit_early() {
+  if (!in_turn() || phase_ != Phase::starting) {
+    return Error{ErrorCode::invalid_argument, "commit() is only allowed in on_start"};
+  }
+  if (turn_error_) return *turn_error_;
+  auto committed = commit_batch();
+  if (!committed) {
+    outbox_.clear();
+    return fail_turn(committed.error());
+  }
+  release_outbox();
+  return {};
+}
+
+Result<void> ObjectHost::index_put(std::string_view index, std::string_view key,
+                                   std::string_view value) {
+  if (!in_turn()) return outside_turn();
+  if (!keys::valid_name(index)) {
+    return fail_turn(Error{ErrorCode::invalid_argument, "invalid index name '" + std::string(index) + "'"});
+  }
+  if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
+  batch_.put(keys::index_entry(index, key), std::string(value));
+  return {};
+}
+
+Result<void> ObjectHost::index_del(std::string_view index, std::string_view key) {
+  if (!in_turn()) return outside_turn();
+  if (!keys::valid_name(index)) {
+    return fail_turn(Error{ErrorCode::invalid_argument, "invalid index name '" + std::string(index) + "'"});
+  }
+  if (auto ok = check_write(key.size(), 0); !ok) return ok;
+  batch_.del(keys::index_entry(index, key));
+  return {};
+}
+
+void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {
+  if (in_turn()) {
+    outbox_.emplace_back(to, std::move(msg));
+  } else {
+    runtime_->deliver(to, std::move(msg), nullptr);
+  }
+}
+
+}  // namespace dorm::detail

@@ -1,0 +1,83 @@
+// ObjectHost — the CAF actor that runs one activation of one durable object.
+//
+// It owns the DurableObject instance, runs on_start before anything else, and turns every
+// Envelope into a turn: begin a TurnBatch, run the object's handler, commit, then release
+// the reply and the outbox. It is the only code that touches the object's storage.
+#pragma once
+
+#include <caf/event_based_actor.hpp>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "dorm/runtime/turn_batch.hpp"
+#include "runtime_impl.hpp"
+
+namespace dorm::detail {
+
+class ObjectHost : public caf::event_based_actor {
+ public:
+  ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
+             std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
+             StartReason reason, Epoch epoch);
+  ~ObjectHost() override;
+
+  caf::behavior make_behavior() override;
+  // Drops the object and this activation's directory record: the record holds a strong
+  // reference to this actor, so keeping it would keep the actor alive forever.
+  void on_exit() override;
+  const char* name() const override { return "dorm.object"; }
+
+  // ---- for DurableObject's storage API (valid only inside a turn) ----
+  Result<std::optional<std::string>> get(std::string_view key);
+  Result<std::vector<std::optional<std::string>>> get_many(std::span<const std::string> keys);
+  Result<void> put(std::string_view key, std::string_view value);
+  Result<bool> del(std::string_view key);
+  Result<std::vector<storage::KeyValue>> list(const ListOptions& options);
+  Result<void> delete_all();
+  Result<void> commit_early();
+  Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
+  Result<void> index_del(std::string_view index, std::string_view key);
+  void send_message(const ObjectHandle& to, caf::message msg);
+
+  const ObjectId& id() const { return id_; }
+  Epoch epoch() const { return epoch_; }
+  Runtime& runtime() const { return *runtime_; }
+  const Clock& clock() const { return *impl_->clock; }
+
+ private:
+  enum class Phase { starting, running, stopping };
+
+  void handle(Envelope& env);
+  void stop(StopReason reason);
+  // Ends the current turn: commits the batch unless the turn already failed, then
+  // releases the outbox. Returns the turn's failure, if any.
+  caf::error finish_turn();
+  Result<void> commit_batch();
+  void release_outbox();
+  void reset(const caf::error& why);
+  Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
+  Result<void> fail_turn(Error error);
+  std::string full_key(std::string_view key) const { return prefix_ + std::string(key); }
+  bool in_turn() const { return in_turn_; }
+
+  Runtime* runtime_;
+  Runtime::Impl* impl_;
+  ObjectId id_;
+  std::string prefix_;  // this object's storage prefix
+  std::shared_ptr<Activation> activation_;
+  std::unique_ptr<DurableObject> object_;
+  StartReason start_reason_;
+  Epoch epoch_;
+  caf::behavior handlers_;
+  Phase phase_ = Phase::starting;
+  bool resetting_ = false;
+
+  TurnBatch batch_;
+  bool in_turn_ = false;
+  std::optional<Error> turn_error_;  // a limit broken in this turn: it must not commit
+  std::vector<std::pair<ObjectHandle, caf::message>> outbox_;
+};
+
+}  // namespace dorm::detail

@@ -1,0 +1,258 @@
+#include "dorm/runtime/runtime.hpp"
+
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <charconv>
+#include <fstream>
+#include <iterator>
+
+#include "dorm/runtime/keys.hpp"
+#include "object_host.hpp"
+
+namespace dorm {
+namespace {
+
+// Process-wide: every activation in any runtime of this process gets a larger number, so a
+// wake or a reset always has a newer epoch than what came before it.
+std::atomic<std::uint64_t> activation_counter{0};
+
+const std::string kSecretKey = keys::meta("id-secret");
+const std::string kGenerationKey = keys::meta("generation");
+
+Result<std::string> load_secret(storage::Backend& backend, const std::string& file) {
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Error{ErrorCode::invalid_argument, "cannot read secret file '" + file + "'"};
+    std::string secret{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (secret.size() != IdCodec::kSecretBytes) {
+      return Error{ErrorCode::invalid_argument,
+                   "secret file '" + file + "' must hold exactly " +
+                       std::to_string(IdCodec::kSecretBytes) + " bytes, it holds " +
+                       std::to_string(secret.size())};
+    }
+    return secret;
+  }
+  auto stored = backend.get(kSecretKey);
+  if (!stored) return std::move(stored).error();
+  if (*stored) return std::move(**stored);
+  // First open of this store: mint the secret that every id will carry a MAC under.
+  std::string secret(IdCodec::kSecretBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()), static_cast<int>(secret.size())) != 1) {
+    return Error{ErrorCode::internal, "RAND_bytes failed to produce the id secret"};
+  }
+  storage::WriteBatch batch;
+  batch.put(kSecretKey, secret);
+  if (auto ok = backend.commit(batch); !ok) return std::move(ok).error();
+  return secret;
+}
+
+Result<std::uint64_t> bump_generation(storage::Backend& backend) {
+  auto stored = backend.get(kGenerationKey);
+  if (!stored) return std::move(stored).error();
+  std::uint64_t generation = 0;
+  if (*stored) {
+    const std::string& text = **stored;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), generation);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+      return Error{ErrorCode::corruption, "stored generation '" + text + "' is not a number"};
+    }
+  }
+  ++generation;
+  storage::WriteBatch batch;
+  batch.put(kGenerationKey, std::to_string(generation));
+  if (auto ok = backend.commit(batch); !ok) return std::move(ok).error();
+  return generation;
+}
+
+}  // namespace
+
+caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
+  if (!options.virtual_clock) return nullptr;
+  return dynamic_cast<caf::scheduler::test_coordinator*>(&system->scheduler());
+}
+
+std::shared_ptr<detail::Activation> Runtime::Impl::resolve(const ObjectId& id,
+                                                           caf::error& failure) {
+  std::lock_guard lock(mutex);
+  if (stopping) {
+    failure = make_error(RuntimeErrc::stopped, "the runtime is shutting down");
+    return nullptr;
+  }
+  if (auto it = live.find(id); it != live.end()) return it->second;
+  auto ns = namespaces.find(id.ns());
+  if (ns == namespaces.end()) {
+    failure = make_error(RuntimeErrc::unknown_namespace, "no namespace '" + id.ns() + "'");
+    return nullptr;
+  }
+  auto object = ns->second();
+  if (!object) {
+    failure = make_error(RuntimeErrc::turn_failed, "namespace '" + id.ns() + "' made no object");
+    return nullptr;
+  }
+  StartReason reason = StartReason::first;
+  if (auto it = next_start.find(id); it != next_start.end()) {
+    reason = it->second;
+    next_start.erase(it);
+  }
+  Epoch epoch{generation, activation_counter.fetch_add(1) + 1};
+  auto act = std::make_shared<detail::Activation>();
+  // Spawned under the lock: a second sender for the same id finds this activation, never
+  // a second one. Its messages queue until on_start has run.
+  act->actor = system->spawn<detail::ObjectHost>(self, this, id, act, std::move(object), reason,
+                                                 epoch);
+  live.emplace(id, act);
+  return act;
+}
+
+void Runtime::Impl::forget(const ObjectId& id, const detail::Activation* act, bool reset) {
+  std::lock_guard lock(mutex);
+  auto it = live.find(id);
+  if (it == live.end() || it->second.get() != act) return;
+  live.erase(it);
+  if (reset) next_start[id] = StartReason::after_reset;
+}
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
+
+Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, RuntimeOptions options) {
+  auto impl = std::make_unique<Impl>(backend, std::move(options));
+  Impl& rt = *impl;
+  rt.clock = rt.options.virtual_clock ? rt.options.virtual_clock
+             : rt.options.clock       ? rt.options.clock
+                                      : &rt.system_clock;
+  auto secret = load_secret(backend, rt.options.secret_file);
+  if (!secret) return std::move(secret).error();
+  auto codec = IdCodec::create(*secret);
+  if (!codec) return std::move(codec).error();
+  rt.ids.emplace(std::move(codec).value());
+  auto generation = bump_generation(backend);
+  if (!generation) return std::move(generation).error();
+  rt.generation = *generation;
+
+  rt.config = std::make_unique<caf::actor_system_config>();
+  if (rt.options.virtual_clock) {
+    rt.config->set("scheduler.policy", caf::atom("testing"));
+  } else if (rt.options.workers > 0) {
+    rt.config->set("scheduler.max-threads", rt.options.workers);
+  }
+  rt.config->add_error_category(caf::atom("dorm"), render_runtime_error);
+  rt.system = std::make_unique<caf::actor_system>(*rt.config);
+  if (auto* clock = rt.options.virtual_clock) {
+    Impl* raw = &rt;
+    rt.clock_subscription = clock->subscribe([raw](std::int64_t ms) {
+      raw->coordinator()->advance_time(std::chrono::milliseconds(ms));
+    });
+  }
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Runtime::~Runtime() {
+  std::vector<std::shared_ptr<detail::Activation>> active;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+    for (auto& [id, act] : impl_->live) active.push_back(act);
+  }
+  for (auto& act : active) caf::anon_send(act->actor, detail::StopRequest{StopReason::shutdown});
+  if (impl_->coordinator()) run_until_idle();
+  active.clear();
+  if (impl_->options.virtual_clock) impl_->options.virtual_clock->unsubscribe(impl_->clock_subscription);
+  impl_->system.reset();  // waits for every actor to finish
+  impl_->live.clear();
+}
+
+Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory factory) {
+  if (!keys::valid_name(ns)) {
+    return Error{ErrorCode::invalid_argument,
+                 "invalid namespace name '" + std::string(ns) + "': use 1-64 of [a-z0-9._-]"};
+  }
+  std::lock_guard lock(impl_->mutex);
+  if (!impl_->namespaces.emplace(std::string(ns), std::move(factory)).second) {
+    return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
+  }
+  return {};
+}
+
+ObjectId Runtime::id_from_name(std::string_view ns, std::string_view name) const {
+  return impl_->ids->from_name(ns, name);
+}
+
+Result<ObjectId> Runtime::new_unique_id(std::string_view ns) const {
+  return impl_->ids->new_unique(ns);
+}
+
+Result<ObjectId> Runtime::parse_id(std::string_view ns, std::string_view text) const {
+  return impl_->ids->parse(ns, text);
+}
+
+Result<ObjectHandle> Runtime::get(const ObjectId& id) const {
+  std::lock_guard lock(impl_->mutex);
+  if (!impl_->namespaces.count(id.ns())) {
+    return Error{ErrorCode::not_found, "no namespace '" + id.ns() + "' is registered"};
+  }
+  return ObjectHandle{id};
+}
+
+void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply) {
+  auto sink = on_reply ? std::make_shared<detail::ReplySink>(std::move(on_reply)) : nullptr;
+  caf::error failure;
+  auto act = impl_->resolve(to.id, failure);
+  if (!act) {
+    if (sink) sink->deliver(std::move(failure));
+    return;
+  }
+  if (act->accepted.fetch_add(1) >= impl_->options.mailbox_bound) {
+    act->accepted.fetch_sub(1);
+    auto refused = make_error(RuntimeErrc::overloaded,
+                              "mailbox of " + to.id.ns() + "/" + to.id.to_string() + " holds " +
+                                  std::to_string(impl_->options.mailbox_bound) + " messages");
+    if (sink) {
+      sink->deliver(std::move(refused));
+    } else {
+      spdlog::warn("message_dropped reason=overloaded ns={} id={}", to.id.ns(), to.id.to_string());
+    }
+    return;
+  }
+  caf::anon_send(act->actor, detail::Envelope{std::move(msg), std::move(sink)});
+}
+
+Result<std::vector<storage::KeyValue>> Runtime::scan_index(std::string_view name,
+                                                           std::string_view start,
+                                                           std::size_t limit) const {
+  if (!keys::valid_name(name)) {
+    return Error{ErrorCode::invalid_argument, "invalid index name '" + std::string(name) + "'"};
+  }
+  std::string prefix = keys::index_prefix(name);
+  storage::ScanOptions scan;
+  scan.start = prefix + std::string(start);
+  scan.end = storage::ScanOptions::prefix_successor(prefix);
+  scan.limit = limit;
+  auto rows = impl_->backend.scan(scan);
+  if (!rows) return std::move(rows).error();
+  for (auto& kv : *rows) kv.key.erase(0, prefix.size());
+  return rows;
+}
+
+std::uint64_t Runtime::generation() const { return impl_->generation; }
+
+std::size_t Runtime::active_objects() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->live.size();
+}
+
+const Clock& Runtime::clock() const { return *impl_->clock; }
+storage::Backend& Runtime::backend() const { return impl_->backend; }
+caf::actor_system& Runtime::system() { return *impl_->system; }
+
+std::size_t Runtime::run_until_idle() {
+  auto* coordinator = impl_->coordinator();
+  if (!coordinator) return 0;
+  std::size_t total = 0;
+  while (std::size_t n = coordinator->run()) total += n;
+  return total;
+}
+
+}  // namespace dorm

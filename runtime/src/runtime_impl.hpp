@@ -1,0 +1,93 @@
+// Internals shared by Runtime and ObjectHost. Not installed; not part of the API.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "dorm/runtime/errors.hpp"
+#include "dorm/runtime/runtime.hpp"
+
+namespace dorm::detail {
+
+// Answers one request exactly once. If the message carrying it is dropped unanswered
+// (its object was reset, or stopped, before handling it), the destructor answers with
+// object_reset, so a sender never waits for a reply that will not come.
+class ReplySink {
+ public:
+  explicit ReplySink(ReplyHandler handler) : handler_(std::move(handler)) {}
+  ~ReplySink() {
+    if (!done_.exchange(true) && handler_) handler_(make_error(RuntimeErrc::object_reset));
+  }
+  void deliver(caf::expected<caf::message> reply) {
+    if (!done_.exchange(true) && handler_) handler_(std::move(reply));
+  }
+
+ private:
+  ReplyHandler handler_;
+  std::atomic<bool> done_{false};
+};
+
+// What a sender puts in an object's mailbox.
+struct Envelope {
+  caf::message payload;
+  std::shared_ptr<ReplySink> reply;  // null for a plain send
+};
+
+// Asks an activation to stop (runtime shutdown; later also eviction).
+struct StopRequest {
+  StopReason reason;
+};
+
+// One live activation as the directory knows it.
+struct Activation {
+  caf::actor actor;
+  std::atomic<std::size_t> accepted{0};  // messages accepted and not yet finished
+};
+
+}  // namespace dorm::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::Envelope)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::StopRequest)
+
+namespace dorm {
+
+struct Runtime::Impl {
+  storage::Backend& backend;
+  RuntimeOptions options;
+  SystemClock system_clock;
+  const Clock* clock = nullptr;
+  std::optional<IdCodec> ids;
+  std::uint64_t generation = 0;
+  VirtualClock::Subscription clock_subscription = 0;
+
+  std::unique_ptr<caf::actor_system_config> config;
+  std::unique_ptr<caf::actor_system> system;
+
+  mutable std::mutex mutex;  // guards everything below
+  std::map<std::string, ObjectFactory, std::less<>> namespaces;
+  std::map<ObjectId, std::shared_ptr<detail::Activation>> live;
+  // Start reasons other than `first`, recorded when an activation ends and consumed by the
+  // next one (so the map holds only ids that are not active now).
+  std::map<ObjectId, StartReason> next_start;
+  bool stopping = false;
+  Runtime* self = nullptr;
+
+  Impl(storage::Backend& b, RuntimeOptions o) : backend(b), options(std::move(o)) {}
+
+  caf::scheduler::test_coordinator* coordinator() const;
+  // The live activation of `id`, activating it if needed; null if the runtime stops.
+  std::shared_ptr<detail::Activation> resolve(const ObjectId& id, caf::error& failure);
+  // Forgets `act` as the activation of `id` (if it still is); `reset` marks the next
+  // activation's start reason.
+  void forget(const ObjectId& id, const detail::Activation* act, bool reset);
+};
+
+}  // namespace dorm

@@ -1,0 +1,80 @@
+// The virtual clock drives CAF's timers; slow turns are logged.
+#include <doctest/doctest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "runtime_fixture.hpp"
+
+using namespace dorm;
+using dorm::testing::Reply;
+using dorm::testing::RuntimeFixture;
+
+namespace {
+
+class Recorder : public caf::event_based_actor {
+ public:
+  Recorder(caf::actor_config& cfg, std::shared_ptr<int> last)
+      : caf::event_based_actor(cfg), last_(std::move(last)) {}
+  caf::behavior make_behavior() override {
+    return {[this](int value) { *last_ = value; }};
+  }
+
+ private:
+  std::shared_ptr<int> last_;
+};
+
+struct Echo : DurableObject {
+  caf::behavior behavior() override {
+    return {[](int x) { return x; }};
+  }
+};
+
+// Captures spdlog output for the duration of a test.
+struct CapturedLog {
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  CapturedLog() { spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink)); }
+  ~CapturedLog() { spdlog::set_default_logger(previous); }
+  int count(const std::string& needle) {
+    int n = 0;
+    for (auto& line : sink->last_formatted()) n += line.find(needle) != std::string::npos;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("virtual clock: advancing it moves the runtime's CAF timers with durable time") {
+  RuntimeFixture f;
+  auto last = std::make_shared<int>(0);
+  auto recorder = f.runtime->system().spawn<Recorder>(last);
+  auto start = f.clock.now_ms();
+  caf::delayed_anon_send(recorder, std::chrono::hours(1), 7);
+  f.runtime->run_until_idle();
+  f.clock.advance(59 * 60 * 1000);
+  f.runtime->run_until_idle();
+  CHECK(*last == 0);
+  f.clock.advance(60 * 1000);
+  f.runtime->run_until_idle();
+  CHECK(*last == 7);
+  CHECK(f.clock.now_ms() - start == 3'600'000);
+  caf::anon_send_exit(recorder, caf::exit_reason::user_shutdown);
+  f.runtime->run_until_idle();
+}
+
+TEST_CASE("slow turns are logged with namespace and id, quick ones are not") {
+  CapturedLog log;
+  for (auto threshold : {std::chrono::milliseconds(0), std::chrono::milliseconds(3'600'000)}) {
+    RuntimeOptions options;
+    options.slow_turn = threshold;
+    RuntimeFixture f(options);
+    REQUIRE(f.runtime->register_namespace("echo", [] { return std::make_unique<Echo>(); }).ok());
+    Reply r;
+    f.runtime->request(f.handle("echo", "a"), r.handler(), 5);
+    f.runtime->run_until_idle();
+    CHECK(r.as_int() == 5);
+    f.expected_active = 1;
+  }
+  CHECK(log.count("slow_turn ns=echo id=") == 1);
+}

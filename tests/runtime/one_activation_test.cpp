@@ -1,0 +1,106 @@
+// Exactly one activation per id, on CAF's real work-stealing scheduler (not virtual time).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "dorm/runtime/runtime.hpp"
+#include "dorm/storage/memory_backend.hpp"
+
+using namespace dorm;
+
+namespace {
+
+using ping_atom = caf::atom_constant<caf::atom("ping")>;
+
+struct Census {
+  std::atomic<int> live{0};
+  std::atomic<int> activations{0};
+  std::atomic<int> violations{0};  // an id started while another activation of it was live
+  std::mutex mutex;
+  std::map<std::string, int> live_per_id;
+};
+
+class Tracked : public DurableObject {
+ public:
+  explicit Tracked(Census* census) : census_(census) {}
+  void on_start(StartReason) override {
+    census_->live.fetch_add(1);
+    census_->activations.fetch_add(1);
+    std::lock_guard lock(census_->mutex);
+    if (++census_->live_per_id[id().to_string()] > 1) census_->violations.fetch_add(1);
+  }
+  void on_stop(StopReason) override {
+    census_->live.fetch_sub(1);
+    std::lock_guard lock(census_->mutex);
+    --census_->live_per_id[id().to_string()];
+  }
+  caf::behavior behavior() override {
+    return {[this](ping_atom, int n) -> int {
+      handled_ += 1;
+      return n;
+    }};
+  }
+
+ private:
+  Census* census_;
+  int handled_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("one activation per id: 10k concurrent sends to 100 ids on 4 worker threads") {
+  storage::MemoryBackend backend;
+  Census census;
+  RuntimeOptions options;
+  options.workers = 4;
+  auto started = Runtime::start(backend, options);
+  REQUIRE(started.ok());
+  auto runtime = std::move(started).value();
+  REQUIRE(runtime->register_namespace("tracked", [&] { return std::make_unique<Tracked>(&census); }).ok());
+
+  constexpr int kIds = 100;
+  constexpr int kSends = 10'000;
+  constexpr int kSenderThreads = 4;
+  std::vector<ObjectHandle> handles;
+  for (int i = 0; i < kIds; ++i) {
+    handles.push_back(*runtime->get(runtime->id_from_name("tracked", "obj-" + std::to_string(i))));
+  }
+  std::atomic<int> answered{0};
+  std::atomic<int> wrong{0};
+  std::mutex done_mutex;
+  std::condition_variable done;
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kSenderThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = t; i < kSends; i += kSenderThreads) {
+        runtime->request(handles[static_cast<std::size_t>(i % kIds)],
+                         [&, i](caf::expected<caf::message> r) {
+                           if (!r || r->get_as<int>(0) != i) wrong.fetch_add(1);
+                           if (answered.fetch_add(1) + 1 == kSends) {
+                             std::lock_guard lock(done_mutex);
+                             done.notify_all();
+                           }
+                         },
+                         ping_atom::value, i);
+      }
+    });
+  }
+  for (auto& s : senders) s.join();
+  {
+    std::unique_lock lock(done_mutex);
+    bool all = done.wait_for(lock, std::chrono::seconds(120), [&] { return answered.load() == kSends; });
+    REQUIRE_MESSAGE(all, "only " << answered.load() << " of " << kSends << " answered");
+  }
+  CHECK(wrong.load() == 0);
+  CHECK(census.violations.load() == 0);
+  CHECK(census.activations.load() == kIds);
+  CHECK(census.live.load() == kIds);
+  CHECK(runtime->active_objects() == static_cast<std::size_t>(kIds));
+  runtime.reset();  // on_stop(shutdown) for each
+  CHECK(census.live.load() == 0);
+}

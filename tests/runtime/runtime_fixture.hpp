@@ -1,0 +1,76 @@
+// A runtime on virtual time over an in-memory store wrapped in a FaultyBackend, with the
+// teardown checks every runtime test wants: nothing left queued, no activation the test
+// did not expect.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+#include "dorm/runtime/errors.hpp"
+#include "dorm/runtime/runtime.hpp"
+#include "dorm/storage/faulty_backend.hpp"
+#include "dorm/storage/memory_backend.hpp"
+
+namespace dorm::testing {
+
+// Captures one reply.
+struct Reply {
+  bool arrived = false;
+  caf::expected<caf::message> value{caf::error{}};
+
+  ReplyHandler handler() {
+    return [this](caf::expected<caf::message> r) {
+      arrived = true;
+      value = std::move(r);
+    };
+  }
+  bool ok() const { return arrived && static_cast<bool>(value); }
+  int as_int() const {
+    REQUIRE(ok());
+    REQUIRE(value->match_elements<int>());
+    return value->get_as<int>(0);
+  }
+  std::string error_text() const {
+    REQUIRE(arrived);
+    REQUIRE_FALSE(static_cast<bool>(value));
+    return describe(value.error());
+  }
+};
+
+class RuntimeFixture {
+ public:
+  storage::MemoryBackend memory;
+  storage::FaultyBackend faulty{memory};
+  VirtualClock clock;
+  std::unique_ptr<Runtime> runtime;
+  std::size_t expected_active = 0;  // checked at teardown, before the runtime stops
+
+  explicit RuntimeFixture(RuntimeOptions options = {}) { start(std::move(options)); }
+
+  void start(RuntimeOptions options = {}) {
+    options.virtual_clock = &clock;
+    auto rt = Runtime::start(faulty, std::move(options));
+    REQUIRE_MESSAGE(rt.ok(), (rt.ok() ? "" : rt.error().describe()));
+    runtime = std::move(rt).value();
+  }
+
+  // Stops the runtime (objects get on_stop(shutdown)) and checks it was left clean.
+  void stop() {
+    if (!runtime) return;
+    CHECK(runtime->run_until_idle() == 0);  // nothing queued that the test did not run
+    CHECK(runtime->active_objects() == expected_active);
+    runtime.reset();
+  }
+
+  ~RuntimeFixture() { stop(); }
+
+  ObjectHandle handle(std::string_view ns, std::string_view name) {
+    auto h = runtime->get(runtime->id_from_name(ns, name));
+    REQUIRE(h.ok());
+    return *h;
+  }
+};
+
+}  // namespace dorm::testing

@@ -1,0 +1,255 @@
+// Turns: input and output gates, resets, start order, limits, mailbox bound, indexes.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "runtime_fixture.hpp"
+
+using namespace dorm;
+using dorm::testing::Reply;
+using dorm::testing::RuntimeFixture;
+
+namespace {
+
+using add_atom = caf::atom_constant<caf::atom("add")>;
+using get_atom = caf::atom_constant<caf::atom("get")>;
+using boom_atom = caf::atom_constant<caf::atom("boom")>;
+using putkey_atom = caf::atom_constant<caf::atom("putkey")>;
+using putval_atom = caf::atom_constant<caf::atom("putval")>;
+using index_atom = caf::atom_constant<caf::atom("index")>;
+using boots_atom = caf::atom_constant<caf::atom("boots")>;
+
+// Object code runs inside CAF, where a doctest REQUIRE must not throw: fail the turn.
+void must(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+// What the test objects report, in order.
+struct Journal {
+  std::vector<std::string> events;
+};
+
+// A counter kept in storage; records its starts and handled messages in a Journal.
+class Counter : public DurableObject {
+ public:
+  explicit Counter(Journal* journal) : journal_(journal) {}
+
+  void on_start(StartReason reason) override {
+    journal_->events.push_back(std::string("start:") + to_string(reason));
+    auto stored = get("count");
+    must(stored.ok(), "get failed");
+    count_ = *stored ? std::stoi(**stored) : 0;
+    // Count boots durably and commit at once: this must survive a failing first turn.
+    auto boots = get("boots");
+    int n = *boots ? std::stoi(**boots) : 0;
+    must(put("boots", std::to_string(n + 1)).ok(), "storage call failed");
+    must(commit().ok(), "storage call failed");
+  }
+
+  caf::behavior behavior() override {
+    return {
+        [this](add_atom, int n) -> int {
+          journal_->events.push_back("add:" + std::to_string(n));
+          count_ += n;
+          must(put("count", std::to_string(count_)).ok(), "storage call failed");
+          return count_;
+        },
+        [this](get_atom) -> int {
+          journal_->events.push_back("get");
+          return count_;
+        },
+        [this](boots_atom) -> int { return std::stoi(**get("boots")); },
+        [this](boom_atom) -> int {
+          must(put("count", "999").ok(), "storage call failed");
+          throw std::runtime_error("boom");
+        },
+        // A valid write, then one that breaks a limit: neither may commit.
+        [this](putkey_atom, int key_size) -> std::string {
+          must(put("count", "777").ok(), "storage call failed");
+          auto r = put(std::string(static_cast<std::size_t>(key_size), 'k'), "v");
+          return r.ok() ? "ok" : r.error().message;
+        },
+        [this](putval_atom, int value_size) -> std::string {
+          must(put("count", "777").ok(), "storage call failed");
+          auto r = put("big", std::string(static_cast<std::size_t>(value_size), 'v'));
+          return r.ok() ? "ok" : r.error().message;
+        },
+        [this](index_atom, std::string entry) -> int {
+          must(index_put("things", entry, id().to_string()).ok(), "storage call failed");
+          count_ += 1;
+          must(put("count", std::to_string(count_)).ok(), "storage call failed");
+          return count_;
+        },
+    };
+  }
+
+ private:
+  Journal* journal_;
+  int count_ = 0;
+};
+
+struct CounterFixture : RuntimeFixture {
+  Journal journal;
+  explicit CounterFixture(RuntimeOptions options = {}) : RuntimeFixture(std::move(options)) {
+    REQUIRE(runtime
+                ->register_namespace("counter",
+                                     [this] { return std::make_unique<Counter>(&journal); })
+                .ok());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("turns: three messages to an inactive object run after on_start, in send order") {
+  CounterFixture f;
+  auto c = f.handle("counter", "a");
+  Reply r1, r2, r3;
+  f.runtime->request(c, r1.handler(), add_atom::value, 1);
+  f.runtime->request(c, r2.handler(), add_atom::value, 2);
+  f.runtime->request(c, r3.handler(), get_atom::value);
+  CHECK(f.journal.events.empty());  // nothing runs before the test runs the scheduler
+  f.runtime->run_until_idle();
+  CHECK(f.journal.events == std::vector<std::string>{"start:first", "add:1", "add:2", "get"});
+  CHECK(r1.as_int() == 1);
+  CHECK(r2.as_int() == 3);
+  CHECK(r3.as_int() == 3);
+  f.expected_active = 1;
+}
+
+TEST_CASE("output gate: a failed commit releases nothing, resets the object, fails the queue") {
+  CounterFixture f;
+  auto c = f.handle("counter", "a");
+  Reply first;
+  f.runtime->request(c, first.handler(), add_atom::value, 1);
+  f.runtime->run_until_idle();
+  REQUIRE(first.as_int() == 1);
+
+  f.faulty.fail_commit();  // the next commit fails and applies nothing
+  Reply failed, queued1, queued2;
+  f.runtime->request(c, failed.handler(), add_atom::value, 5);
+  f.runtime->request(c, queued1.handler(), get_atom::value);
+  f.runtime->request(c, queued2.handler(), add_atom::value, 7);
+  f.runtime->run_until_idle();
+  // The reply that depended on the lost write never shows; the sender sees the failure.
+  CHECK(failed.error_text().find("turn_failed") != std::string::npos);
+  CHECK(failed.error_text().find("commit failed") != std::string::npos);
+  CHECK(queued1.error_text().find("object_reset") != std::string::npos);
+  CHECK(queued2.error_text().find("object_reset") != std::string::npos);
+  CHECK(f.runtime->active_objects() == 0);
+
+  // The next message activates a fresh instance that sees the last committed state.
+  Reply after;
+  f.runtime->request(c, after.handler(), get_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(after.as_int() == 1);
+  CHECK(f.journal.events.back() == "get");
+  CHECK(std::count(f.journal.events.begin(), f.journal.events.end(), "start:after_reset") == 1);
+  f.expected_active = 1;
+}
+
+TEST_CASE("output gate: commit durable but reported failed: no reply, the next activation sees it") {
+  CounterFixture f;
+  auto c = f.handle("counter", "a");
+  Reply first, lost, after;
+  f.runtime->request(c, first.handler(), add_atom::value, 1);
+  f.runtime->run_until_idle();
+  f.faulty.fail_commit_after_durable();
+  f.runtime->request(c, lost.handler(), add_atom::value, 10);
+  f.runtime->run_until_idle();
+  CHECK(lost.error_text().find("turn_failed") != std::string::npos);
+  f.runtime->request(c, after.handler(), get_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(after.as_int() == 11);
+  f.expected_active = 1;
+}
+
+TEST_CASE("on_start's early commit is durable even when the first turn then fails") {
+  CounterFixture f;
+  auto c = f.handle("counter", "a");
+  Reply boom, boots, count;
+  f.runtime->request(c, boom.handler(), boom_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(boom.error_text().find("handler threw: boom") != std::string::npos);
+  f.runtime->request(c, boots.handler(), boots_atom::value);
+  f.runtime->request(c, count.handler(), get_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(boots.as_int() == 2);  // both on_starts committed, the failed turn did not undo it
+  CHECK(count.as_int() == 0);  // the failed turn's write of 999 never landed
+  f.expected_active = 1;
+}
+
+TEST_CASE("limits: oversized key or value fails with limit and size; nothing of the turn commits") {
+  CounterFixture f;
+  auto c = f.handle("counter", "a");
+  Reply key_ok, key_big, value_big, count;
+  f.runtime->request(c, key_ok.handler(), putkey_atom::value, 2048);
+  f.runtime->run_until_idle();
+  REQUIRE(key_ok.ok());
+  CHECK(key_ok.value->get_as<std::string>(0) == "ok");
+
+  f.runtime->request(c, key_big.handler(), putkey_atom::value, 2049);
+  f.runtime->run_until_idle();
+  CHECK(key_big.error_text().find("key of 2049 bytes exceeds the limit of 2048 bytes") !=
+        std::string::npos);
+
+  f.runtime->request(c, value_big.handler(), putval_atom::value, 131073);
+  f.runtime->run_until_idle();
+  CHECK(value_big.error_text().find("value of 131073 bytes exceeds the limit of 131072 bytes") !=
+        std::string::npos);
+
+  f.runtime->request(c, count.handler(), get_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(count.as_int() == 777);  // from the first (valid) turn only; the failed ones wrote 777 too
+  f.expected_active = 1;
+}
+
+TEST_CASE("mailbox bound: with 8 accepted and none finished, the 9th is refused as overloaded") {
+  RuntimeOptions options;
+  options.mailbox_bound = 8;
+  CounterFixture f(options);
+  auto c = f.handle("counter", "a");
+  std::vector<Reply> replies(9);
+  // The object's turn cannot run until the test runs the scheduler: all 9 arrive while it
+  // is blocked.
+  for (auto& r : replies) f.runtime->request(c, r.handler(), add_atom::value, 1);
+  CHECK(replies[8].arrived);
+  CHECK(replies[8].error_text().find("overloaded") != std::string::npos);
+  for (int i = 0; i < 8; ++i) CHECK_FALSE(replies[static_cast<std::size_t>(i)].arrived);
+  f.runtime->run_until_idle();
+  for (int i = 0; i < 8; ++i) CHECK(replies[static_cast<std::size_t>(i)].as_int() == i + 1);
+  // Once the queue drained, messages are accepted again.
+  Reply again;
+  f.runtime->request(c, again.handler(), get_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(again.as_int() == 8);
+  f.expected_active = 1;
+}
+
+TEST_CASE("runtime indexes: entries appear with their turn's commit and not after a failed one") {
+  CounterFixture f;
+  auto a = f.handle("counter", "a");
+  auto b = f.handle("counter", "b");
+  Reply ra, rb, b_started;
+  f.runtime->request(a, ra.handler(), index_atom::value, std::string("alpha"));
+  f.runtime->request(b, b_started.handler(), get_atom::value);  // b's on_start commits now
+  f.runtime->run_until_idle();
+  REQUIRE(ra.ok());
+  REQUIRE(b_started.ok());
+  f.faulty.fail_commit();
+  f.runtime->request(b, rb.handler(), index_atom::value, std::string("beta"));
+  f.runtime->run_until_idle();
+  CHECK_FALSE(rb.ok());
+  auto entries = f.runtime->scan_index("things");
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 1);
+  CHECK((*entries)[0].key == "alpha");
+  CHECK((*entries)[0].value == f.runtime->id_from_name("counter", "a").to_string());
+  // scan_index reads storage only: with no object active it still answers.
+  f.runtime.reset();
+  f.start();
+  CHECK(f.runtime->active_objects() == 0);
+  auto again = f.runtime->scan_index("things", "a", 10);
+  REQUIRE(again.ok());
+  CHECK(again->size() == 1);
+  CHECK(f.runtime->active_objects() == 0);
+}
