@@ -84,4 +84,8 @@ void DurableObject::send_message(const ObjectHandle& to, caf::message msg) {
   host_->send_message(to, std::move(msg));
 }
 
+void DurableObject::request_message(const ObjectHandle& to, caf::message msg, Continuation then) {
+  host_->request_message(to, std::move(msg), std::move(then));
+}
+
 }  // namespace dorm

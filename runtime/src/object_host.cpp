@@ -43,27 +43,14 @@ void ObjectHost::on_exit() {
   if (object_) object_->host_ = nullptr;
   object_.reset();
   handlers_ = caf::behavior{};
+  continuations_.clear();
   activation_.reset();
 }
 
 caf::behavior ObjectHost::make_behavior() {
   // on_start completes before any message is handled: messages sent meanwhile wait in the
   // mailbox, in send order.
-  in_turn_ = true;
-  caf::error failure;
-  try {
-    object_->on_start(start_reason_);
-  } catch (const std::exception& e) {
-    failure = make_error(RuntimeErrc::turn_failed, std::string("on_start threw: ") + e.what());
-  }
-  if (!failure) {
-    failure = finish_turn();
-  } else {
-    batch_.clear();
-    outbox_.clear();
-  }
-  in_turn_ = false;
-  if (failure) {
+  if (auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); })) {
     reset(failure);
     return {};
   }
@@ -71,6 +58,7 @@ caf::behavior ObjectHost::make_behavior() {
   phase_ = Phase::running;
   return {
       [this](Envelope& env) { handle(env); },
+      [this](ContinuationReply& reply) { resume(reply); },
       [this](const StopRequest& req) { stop(req.reason); },
   };
 }
@@ -123,19 +111,40 @@ void ObjectHost::handle(Envelope& env) {
   }
 }
 
-void ObjectHost::stop(StopReason reason) {
-  if (phase_ != Phase::running || resetting_) return;
-  phase_ = Phase::stopping;
+template <class Body>
+caf::error ObjectHost::run_turn(const char* what, Body&& body) {
   in_turn_ = true;
   turn_error_.reset();
   caf::error failure;
   try {
-    object_->on_stop(reason);
+    body();
   } catch (const std::exception& e) {
-    failure = make_error(RuntimeErrc::turn_failed, std::string("on_stop threw: ") + e.what());
+    failure = make_error(RuntimeErrc::turn_failed, std::string(what) + " threw: " + e.what());
   }
-  if (!failure) failure = finish_turn();
+  if (!failure) {
+    failure = finish_turn();
+  } else {
+    batch_.clear();
+    outbox_.clear();
+  }
   in_turn_ = false;
+  return failure;
+}
+
+void ObjectHost::resume(ContinuationReply& reply) {
+  auto it = continuations_.find(reply.id);
+  if (it == continuations_.end() || resetting_ || phase_ != Phase::running) return;
+  auto then = std::move(it->second);
+  continuations_.erase(it);
+  if (auto failure = run_turn("continuation", [&] { then(std::move(reply.reply)); })) {
+    reset(failure);
+  }
+}
+
+void ObjectHost::stop(StopReason reason) {
+  if (phase_ != Phase::running || resetting_) return;
+  phase_ = Phase::stopping;
+  caf::error failure = run_turn("on_stop", [&] { object_->on_stop(reason); });
   if (failure) {
     spdlog::warn("on_stop_failed ns={} id={} error={}", id_.ns(), id_.to_string(),
                  describe(failure));
@@ -168,7 +177,21 @@ Result<void> ObjectHost::commit_batch() {
 void ObjectHost::release_outbox() {
   auto out = std::move(outbox_);
   outbox_.clear();
-  for (auto& [to, msg] : out) runtime_->deliver(to, std::move(msg), nullptr);
+  for (auto& o : out) {
+    if (!o.then) {
+      runtime_->deliver(o.to, std::move(o.msg), nullptr);
+      continue;
+    }
+    std::uint64_t id = next_continuation_++;
+    continuations_.emplace(id, std::move(o.then));
+    // A weak address: a pending reply must not keep a stopped activation alive.
+    caf::actor_addr self = address();
+    runtime_->deliver(o.to, std::move(o.msg), [self, id](caf::expected<caf::message> r) {
+      if (auto me = caf::actor_cast<caf::actor>(self)) {
+        caf::anon_send(me, ContinuationReply{id, std::move(r)});
+      }
+    });
+  }
 }
 
 void ObjectHost::reset(const caf::error& why) {
@@ -306,11 +329,14 @@ Result<void> ObjectHost::index_del(std::string_view index, std::string_view key)
 }
 
 void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {
-  if (in_turn()) {
-    outbox_.emplace_back(to, std::move(msg));
-  } else {
-    runtime_->deliver(to, std::move(msg), nullptr);
-  }
+  outbox_.push_back(Outgoing{to, std::move(msg), {}});
+  if (!in_turn()) release_outbox();
+}
+
+void ObjectHost::request_message(const ObjectHandle& to, caf::message msg,
+                                 DurableObject::Continuation then) {
+  outbox_.push_back(Outgoing{to, std::move(msg), std::move(then)});
+  if (!in_turn()) release_outbox();
 }
 
 }  // namespace dorm::detail

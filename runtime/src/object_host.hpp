@@ -8,6 +8,7 @@
 #include <caf/event_based_actor.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -40,6 +41,8 @@ class ObjectHost : public caf::event_based_actor {
   Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
   Result<void> index_del(std::string_view index, std::string_view key);
   void send_message(const ObjectHandle& to, caf::message msg);
+  void request_message(const ObjectHandle& to, caf::message msg,
+                       DurableObject::Continuation then);
 
   const ObjectId& id() const { return id_; }
   Epoch epoch() const { return epoch_; }
@@ -50,6 +53,11 @@ class ObjectHost : public caf::event_based_actor {
   enum class Phase { starting, running, stopping };
 
   void handle(Envelope& env);
+  void resume(ContinuationReply& reply);
+  // Runs `body` as a turn (`what` names it in errors): commit, then release. Returns the
+  // turn's failure; the caller resets the object on one.
+  template <class Body>
+  caf::error run_turn(const char* what, Body&& body);
   void stop(StopReason reason);
   // Ends the current turn: commits the batch unless the turn already failed, then
   // releases the outbox. Returns the turn's failure, if any.
@@ -77,7 +85,14 @@ class ObjectHost : public caf::event_based_actor {
   TurnBatch batch_;
   bool in_turn_ = false;
   std::optional<Error> turn_error_;  // a limit broken in this turn: it must not commit
-  std::vector<std::pair<ObjectHandle, caf::message>> outbox_;
+  struct Outgoing {
+    ObjectHandle to;
+    caf::message msg;
+    DurableObject::Continuation then;  // empty for a plain send
+  };
+  std::vector<Outgoing> outbox_;
+  std::uint64_t next_continuation_ = 1;
+  std::map<std::uint64_t, DurableObject::Continuation> continuations_;
 };
 
 }  // namespace dorm::detail

@@ -123,12 +123,12 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   rt.clock = rt.options.virtual_clock ? rt.options.virtual_clock
              : rt.options.clock       ? rt.options.clock
                                       : &rt.system_clock;
-  auto secret = load_secret(backend, rt.options.secret_file);
+  auto secret = load_secret(rt.backend, rt.options.secret_file);
   if (!secret) return std::move(secret).error();
   auto codec = IdCodec::create(*secret);
   if (!codec) return std::move(codec).error();
   rt.ids.emplace(std::move(codec).value());
-  auto generation = bump_generation(backend);
+  auto generation = bump_generation(rt.backend);
   if (!generation) return std::move(generation).error();
   rt.generation = *generation;
 

@@ -14,6 +14,7 @@
 
 #include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/runtime.hpp"
+#include "dorm/storage/fenced_backend.hpp"
 
 namespace dorm::detail {
 
@@ -41,6 +42,12 @@ struct Envelope {
   std::shared_ptr<ReplySink> reply;  // null for a plain send
 };
 
+// A reply to a request an object sent, coming back to run its continuation.
+struct ContinuationReply {
+  std::uint64_t id;
+  caf::expected<caf::message> reply;
+};
+
 // Asks an activation to stop (runtime shutdown; later also eviction).
 struct StopRequest {
   StopReason reason;
@@ -56,11 +63,14 @@ struct Activation {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::Envelope)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::StopRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::ContinuationReply)
 
 namespace dorm {
 
 struct Runtime::Impl {
-  storage::Backend& backend;
+  // Every storage call of this runtime goes through this handle, so that a runtime that
+  // dies can be cut off from the store its successor uses (restart simulation).
+  storage::FencedBackend backend;
   RuntimeOptions options;
   SystemClock system_clock;
   const Clock* clock = nullptr;

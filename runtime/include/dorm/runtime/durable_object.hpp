@@ -13,15 +13,17 @@
 // storage call that breaks a limit, fails its turn the same way: an instance whose
 // memory may hold changes that storage does not is never used again.
 //
-// Object code sends only through send() here, never through CAF directly: CAF would
-// release a message the moment it is sent, before the turn's writes are durable.
+// Object code sends only through send() and request() here, never through CAF directly:
+// CAF would release a message the moment it is sent, before the turn's writes are durable.
 #pragma once
 
 #include <caf/behavior.hpp>
+#include <caf/expected.hpp>
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -118,6 +120,17 @@ class DurableObject {
     send_message(to, caf::make_message(std::forward<Ts>(xs)...));
   }
   void send_message(const ObjectHandle& to, caf::message msg);
+
+  // Sends a request to another object, released only when this turn commits. The
+  // continuation runs later as a turn of its own (its writes commit, its sends are gated,
+  // and if it fails the object resets), with the reply or an error. If this activation is
+  // gone by then, the reply is dropped.
+  using Continuation = std::function<void(caf::expected<caf::message>)>;
+  template <class... Ts>
+  void request(const ObjectHandle& to, Continuation then, Ts&&... xs) {
+    request_message(to, caf::make_message(std::forward<Ts>(xs)...), std::move(then));
+  }
+  void request_message(const ObjectHandle& to, caf::message msg, Continuation then);
 
  private:
   friend class detail::ObjectHost;
