@@ -46,7 +46,7 @@ TEST_CASE("storage URI: malformed input is rejected with the reason") {
     const char* uri;
     const char* reason;
   };
-  for (auto [uri, reason] : {
+  for (const Case& c : {
            Case{"", "expected SCHEME:PATH"},
            Case{"./dorm-data", "expected SCHEME:PATH"},
            Case{"postgres://db", "unknown scheme 'postgres'"},
@@ -62,6 +62,8 @@ TEST_CASE("storage URI: malformed input is rejected with the reason") {
            Case{"rocksdb:x?cache=1", "unknown option 'cache'"},
            Case{"rocksdb:a\nb", "control character"},
        }) {
+    std::string uri = c.uri;
+    std::string reason = c.reason;
     CAPTURE(uri);
     auto r = parse_storage_uri(uri);
     REQUIRE_FALSE(r.ok());
