@@ -66,6 +66,18 @@ Result<void> DurableObject::delete_all() { return host_->delete_all(); }
 
 Result<void> DurableObject::commit() { return host_->commit_early(); }
 
+Result<void> DurableObject::set_alarm(std::string_view name, std::int64_t due_ms) {
+  return host_->set_alarm(name, due_ms);
+}
+
+Result<std::optional<std::int64_t>> DurableObject::get_alarm(std::string_view name) {
+  return host_->get_alarm(name);
+}
+
+Result<bool> DurableObject::delete_alarm(std::string_view name) {
+  return host_->delete_alarm(name);
+}
+
 Result<void> DurableObject::index_put(std::string_view index, std::string_view key,
                                       std::string_view value) {
   return host_->index_put(index, key, value);

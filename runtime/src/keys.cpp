@@ -30,4 +30,8 @@ bool valid_name(std::string_view name) {
   return true;
 }
 
+bool valid_user_index(std::string_view name) {
+  return valid_name(name) && !name.starts_with("dorm.");
+}
+
 }  // namespace dorm::keys

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 #include "dorm/runtime/keys.hpp"
 
 namespace dorm::detail {
@@ -26,7 +28,8 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* 
       runtime_(runtime),
       impl_(impl),
       id_(std::move(id)),
-      prefix_(keys::object_prefix(id_.ns(), id_.body())),
+      root_(keys::object_prefix(id_.ns(), id_.body())),
+      prefix_(root_ + keys::kObjectData),
       activation_(std::move(activation)),
       object_(std::move(object)),
       start_reason_(reason),
@@ -68,6 +71,9 @@ void ObjectHost::handle(Envelope& env) {
     if (env.reply) env.reply->deliver(make_error(RuntimeErrc::object_reset));
     return;
   }
+  if (env.payload.match_elements<AlarmInvocation>()) {
+    return run_alarm(env, env.payload.get_as<AlarmInvocation>(0));
+  }
   auto started = std::chrono::steady_clock::now();
   in_turn_ = true;
   turn_error_.reset();
@@ -83,6 +89,7 @@ void ObjectHost::handle(Envelope& env) {
     in_turn_ = false;
     batch_.clear();
     outbox_.clear();
+    earliest_alarm_set_.reset();
     if (activation_) activation_->accepted.fetch_sub(1);
     if (env.reply) {
       env.reply->deliver(make_error(RuntimeErrc::turn_failed,
@@ -126,6 +133,7 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
   } else {
     batch_.clear();
     outbox_.clear();
+    earliest_alarm_set_.reset();
   }
   in_turn_ = false;
   return failure;
@@ -141,6 +149,86 @@ void ObjectHost::resume(ContinuationReply& reply) {
   }
 }
 
+void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
+  auto failure = run_turn(invocation.exhausted ? "on_alarm_exhausted" : "on_alarm", [&] {
+    auto record = read_alarm(invocation.name);
+    if (!record) throw std::runtime_error(record.error().describe());
+    // Set again or deleted since the scheduler read the index: that delivery is stale.
+    if (!*record || (*record)->version != invocation.version) return;
+    AlarmInfo info{invocation.name, invocation.attempt, invocation.scheduled_ms,
+                   impl_->clock->now_ms()};
+    if (invocation.exhausted) {
+      object_->on_alarm_exhausted(info);
+    } else {
+      object_->on_alarm(info);
+    }
+    // Clear the delivered version only: a handler that set the alarm again keeps it.
+    auto after = read_alarm(invocation.name);
+    if (!after) throw std::runtime_error(after.error().describe());
+    if (*after && (*after)->version == invocation.version) remove_alarm(invocation.name, **after);
+  });
+  if (activation_) activation_->accepted.fetch_sub(1);
+  if (failure) {
+    if (env.reply) env.reply->deliver(failure);
+    reset(failure);
+    return;
+  }
+  if (env.reply) env.reply->deliver(caf::message{});
+}
+
+Result<std::optional<AlarmRecord>> ObjectHost::read_alarm(std::string_view name) {
+  auto raw = batch_.get(root_ + keys::kObjectAlarm + std::string(name));
+  if (!raw) return std::move(raw).error();
+  if (!*raw) return std::optional<AlarmRecord>{};
+  auto record = decode_record(**raw);
+  if (!record) {
+    return Error{ErrorCode::corruption, "alarm record '" + std::string(name) + "' is malformed"};
+  }
+  return std::optional<AlarmRecord>{std::move(*record)};
+}
+
+void ObjectHost::remove_alarm(std::string_view name, const AlarmRecord& record) {
+  batch_.del(root_ + keys::kObjectAlarm + std::string(name));
+  batch_.del(keys::index_entry(keys::kAlarmIndex,
+                               encode_index_key({record.due_ms, id_.ns(), std::string(id_.body()),
+                                                 std::string(name)})));
+}
+
+Result<void> ObjectHost::set_alarm(std::string_view name, std::int64_t due_ms) {
+  if (!in_turn()) return outside_turn();
+  if (auto ok = check_write(name.size(), 64); !ok) return ok;
+  auto existing = read_alarm(name);
+  if (!existing) return fail_turn(std::move(existing).error());
+  if (*existing) remove_alarm(name, **existing);
+  AlarmRecord record{due_ms, std::to_string(epoch_.generation) + "." +
+                                 std::to_string(epoch_.activation) + "." +
+                                 std::to_string(++alarm_sequence_)};
+  std::string index_key =
+      encode_index_key({due_ms, id_.ns(), std::string(id_.body()), std::string(name)});
+  batch_.put(root_ + keys::kObjectAlarm + std::string(name), encode_record(record));
+  batch_.put(keys::index_entry(keys::kAlarmIndex, index_key), record.version);
+  if (!earliest_alarm_set_ || index_key < *earliest_alarm_set_) earliest_alarm_set_ = index_key;
+  return {};
+}
+
+Result<std::optional<std::int64_t>> ObjectHost::get_alarm(std::string_view name) {
+  if (!in_turn()) return outside_turn();
+  auto record = read_alarm(name);
+  if (!record) return std::move(record).error();
+  if (!*record) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>{(*record)->due_ms};
+}
+
+Result<bool> ObjectHost::delete_alarm(std::string_view name) {
+  if (!in_turn()) return outside_turn();
+  if (auto ok = check_write(name.size(), 0); !ok) return std::move(ok).error();
+  auto record = read_alarm(name);
+  if (!record) return std::move(record).error();
+  if (!*record) return false;
+  remove_alarm(name, **record);
+  return true;
+}
+
 void ObjectHost::stop(StopReason reason) {
   if (phase_ != Phase::running || resetting_) return;
   phase_ = Phase::stopping;
@@ -154,6 +242,7 @@ void ObjectHost::stop(StopReason reason) {
 }
 
 caf::error ObjectHost::finish_turn() {
+  auto alarm_set = std::exchange(earliest_alarm_set_, std::nullopt);
   if (turn_error_) {
     batch_.clear();
     outbox_.clear();
@@ -162,6 +251,10 @@ caf::error ObjectHost::finish_turn() {
   if (auto committed = commit_batch(); !committed) {
     outbox_.clear();
     return make_error(RuntimeErrc::turn_failed, "commit failed: " + committed.error().describe());
+  }
+  // Only now, with the alarm durable, may the scheduler see it.
+  if (alarm_set && impl_->alarm_scheduler) {
+    caf::anon_send(impl_->alarm_scheduler, AlarmChanged{std::move(*alarm_set)});
   }
   release_outbox();
   return {};
@@ -289,7 +382,15 @@ Result<std::vector<storage::KeyValue>> ObjectHost::list(const ListOptions& optio
 Result<void> ObjectHost::delete_all() {
   if (!in_turn()) return outside_turn();
   if (auto ok = check_write(0, 0); !ok) return ok;
-  batch_.delete_range(prefix_, *storage::ScanOptions::prefix_successor(prefix_));
+  // Alarms first: their index entries live outside the object's prefix.
+  std::string alarms = root_ + keys::kObjectAlarm;
+  auto records = batch_.scan(storage::ScanOptions::with_prefix(alarms));
+  if (!records) return fail_turn(std::move(records).error());
+  for (auto& kv : *records) {
+    auto record = decode_record(kv.value);
+    if (record) remove_alarm(std::string_view(kv.key).substr(alarms.size()), *record);
+  }
+  batch_.delete_range(root_, *storage::ScanOptions::prefix_successor(root_));
   return {};
 }
 
@@ -310,8 +411,10 @@ Result<void> ObjectHost::commit_early() {
 Result<void> ObjectHost::index_put(std::string_view index, std::string_view key,
                                    std::string_view value) {
   if (!in_turn()) return outside_turn();
-  if (!keys::valid_name(index)) {
-    return fail_turn(Error{ErrorCode::invalid_argument, "invalid index name '" + std::string(index) + "'"});
+  if (!keys::valid_user_index(index)) {
+    return fail_turn(Error{ErrorCode::invalid_argument,
+                           "invalid index name '" + std::string(index) +
+                               "': use 1-64 of [a-z0-9._-], not starting with 'dorm.'"});
   }
   if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
   batch_.put(keys::index_entry(index, key), std::string(value));
@@ -320,8 +423,10 @@ Result<void> ObjectHost::index_put(std::string_view index, std::string_view key,
 
 Result<void> ObjectHost::index_del(std::string_view index, std::string_view key) {
   if (!in_turn()) return outside_turn();
-  if (!keys::valid_name(index)) {
-    return fail_turn(Error{ErrorCode::invalid_argument, "invalid index name '" + std::string(index) + "'"});
+  if (!keys::valid_user_index(index)) {
+    return fail_turn(Error{ErrorCode::invalid_argument,
+                           "invalid index name '" + std::string(index) +
+                               "': use 1-64 of [a-z0-9._-], not starting with 'dorm.'"});
   }
   if (auto ok = check_write(key.size(), 0); !ok) return ok;
   batch_.del(keys::index_entry(index, key));

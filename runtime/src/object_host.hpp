@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "alarm_records.hpp"
 #include "dorm/runtime/turn_batch.hpp"
 #include "runtime_impl.hpp"
 
@@ -38,6 +39,9 @@ class ObjectHost : public caf::event_based_actor {
   Result<std::vector<storage::KeyValue>> list(const ListOptions& options);
   Result<void> delete_all();
   Result<void> commit_early();
+  Result<void> set_alarm(std::string_view name, std::int64_t due_ms);
+  Result<std::optional<std::int64_t>> get_alarm(std::string_view name);
+  Result<bool> delete_alarm(std::string_view name);
   Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
   Result<void> index_del(std::string_view index, std::string_view key);
   void send_message(const ObjectHandle& to, caf::message msg);
@@ -53,6 +57,9 @@ class ObjectHost : public caf::event_based_actor {
   enum class Phase { starting, running, stopping };
 
   void handle(Envelope& env);
+  void run_alarm(Envelope& env, const AlarmInvocation& invocation);
+  Result<std::optional<AlarmRecord>> read_alarm(std::string_view name);
+  void remove_alarm(std::string_view name, const AlarmRecord& record);
   void resume(ContinuationReply& reply);
   // Runs `body` as a turn (`what` names it in errors): commit, then release. Returns the
   // turn's failure; the caller resets the object on one.
@@ -73,7 +80,8 @@ class ObjectHost : public caf::event_based_actor {
   Runtime* runtime_;
   Runtime::Impl* impl_;
   ObjectId id_;
-  std::string prefix_;  // this object's storage prefix
+  std::string root_;    // this object's key prefix
+  std::string prefix_;  // where its user data lives (root_ + 'd')
   std::shared_ptr<Activation> activation_;
   std::unique_ptr<DurableObject> object_;
   StartReason start_reason_;
@@ -93,6 +101,8 @@ class ObjectHost : public caf::event_based_actor {
   std::vector<Outgoing> outbox_;
   std::uint64_t next_continuation_ = 1;
   std::map<std::uint64_t, DurableObject::Continuation> continuations_;
+  std::uint64_t alarm_sequence_ = 0;
+  std::optional<std::string> earliest_alarm_set_;  // in this turn: tell the scheduler
 };
 
 }  // namespace dorm::detail

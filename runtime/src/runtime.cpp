@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "dorm/runtime/keys.hpp"
+#include "alarm_scheduler.hpp"
 #include "object_host.hpp"
 
 namespace dorm {
@@ -140,16 +141,26 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   }
   rt.config->add_error_category(caf::atom("dorm"), render_runtime_error);
   rt.system = std::make_unique<caf::actor_system>(*rt.config);
+  rt.started_ms = rt.clock->now_ms();
   if (auto* clock = rt.options.virtual_clock) {
     Impl* raw = &rt;
     rt.clock_subscription = clock->subscribe([raw](std::int64_t ms) {
       raw->coordinator()->advance_time(std::chrono::milliseconds(ms));
     });
   }
-  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+  auto runtime = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+  runtime->impl_->alarm_scheduler =
+      runtime->impl_->system->spawn<detail::AlarmScheduler>(runtime.get(), runtime->impl_.get());
+  // On virtual time, start means started: the scheduler has read the alarm index (and
+  // released whatever was due) before start() returns.
+  runtime->run_until_idle();
+  return runtime;
 }
 
 Runtime::~Runtime() {
+  // The scheduler first, so that no alarm delivery starts while objects stop.
+  caf::anon_send_exit(impl_->alarm_scheduler, caf::exit_reason::user_shutdown);
+  impl_->alarm_scheduler = nullptr;
   std::vector<std::shared_ptr<detail::Activation>> active;
   {
     std::lock_guard lock(impl_->mutex);
@@ -246,6 +257,29 @@ std::size_t Runtime::active_objects() const {
 const Clock& Runtime::clock() const { return *impl_->clock; }
 storage::Backend& Runtime::backend() const { return impl_->backend; }
 caf::actor_system& Runtime::system() { return *impl_->system; }
+
+std::optional<std::int64_t> Runtime::next_timer_ms() {
+  auto* coordinator = impl_->coordinator();
+  if (!coordinator) return std::nullopt;
+  auto& clock = coordinator->clock();
+  if (clock.schedule().empty()) return std::nullopt;
+  auto delta = clock.schedule().begin()->first - clock.now();
+  return impl_->clock->now_ms() +
+         std::max<std::int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(delta).count());
+}
+
+bool Runtime::run_until_next_timer() {
+  auto at = next_timer_ms();
+  if (!at) return false;
+  std::int64_t delta = *at - impl_->clock->now_ms();
+  if (delta > 0) {
+    impl_->options.virtual_clock->advance(delta);
+  } else {
+    impl_->coordinator()->trigger_timeouts();
+  }
+  run_until_idle();
+  return true;
+}
 
 std::size_t Runtime::run_until_idle() {
   auto* coordinator = impl_->coordinator();

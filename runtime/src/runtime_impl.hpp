@@ -48,6 +48,31 @@ struct ContinuationReply {
   caf::expected<caf::message> reply;
 };
 
+// The scheduler asks an object to run an alarm (or its exhausted hook).
+struct AlarmInvocation {
+  std::string name;
+  std::string version;  // only this version of the alarm is delivered and cleared
+  int attempt = 1;
+  std::int64_t scheduled_ms = 0;
+  bool exhausted = false;  // run on_alarm_exhausted and delete the alarm
+};
+
+// Scheduler-internal: a timer fired (stale if its version is not the current one).
+struct AlarmTick {
+  std::uint64_t version;
+};
+
+// An object committed an alarm set: the index may have a new earliest entry.
+struct AlarmChanged {
+  std::string index_key;
+};
+
+// A delivery finished (ok = its turn committed).
+struct AlarmDone {
+  std::string index_key;
+  bool ok;
+};
+
 // Asks an activation to stop (runtime shutdown; later also eviction).
 struct StopRequest {
   StopReason reason;
@@ -64,6 +89,10 @@ struct Activation {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::Envelope)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::StopRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::ContinuationReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmInvocation)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmTick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmChanged)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDone)
 
 namespace dorm {
 
@@ -80,6 +109,8 @@ struct Runtime::Impl {
 
   std::unique_ptr<caf::actor_system_config> config;
   std::unique_ptr<caf::actor_system> system;
+  caf::actor alarm_scheduler;
+  std::int64_t started_ms = 0;  // the runtime's clock at start: alarms due before are overdue
 
   mutable std::mutex mutex;  // guards everything below
   std::map<std::string, ObjectFactory, std::less<>> namespaces;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "dorm/result.hpp"
+#include "dorm/runtime/alarms.hpp"
 #include "dorm/runtime/object_id.hpp"
 #include "dorm/storage/backend.hpp"
 
@@ -87,6 +88,12 @@ class DurableObject {
   virtual void on_stop(StopReason) {}
   // The message handlers. Each handler's return value is the reply.
   virtual caf::behavior behavior() = 0;
+  // An alarm is due; runs as a turn. Throwing (or a failed commit) fails this attempt and
+  // the alarm is retried (see alarms.hpp). The alarm is cleared when the turn commits,
+  // unless the handler set it again.
+  virtual void on_alarm(const AlarmInfo&) {}
+  // The alarm's last attempt failed; runs as a turn that also deletes the alarm.
+  virtual void on_alarm_exhausted(const AlarmInfo&) {}
 
  protected:
   // ---- storage (this object's keys only); errors: limit_exceeded, io_error ----
@@ -99,10 +106,19 @@ class DurableObject {
   // Returns how many of the keys existed.
   Result<std::size_t> del_many(std::span<const std::string> keys);
   Result<std::vector<storage::KeyValue>> list(const ListOptions& options = {});
+  // Deletes every key and every alarm of this object.
   Result<void> delete_all();
   // Commits what this turn wrote so far and releases what it sent. Only in on_start
   // (anywhere else it fails with invalid_argument and changes nothing).
   Result<void> commit();
+
+  // ---- alarms: part of this turn's batch; "" is the default alarm ----
+  // A due time in the past fires as soon as the turn has committed.
+  Result<void> set_alarm(std::string_view name, std::int64_t due_ms);
+  Result<void> set_alarm(std::int64_t due_ms) { return set_alarm("", due_ms); }
+  Result<std::optional<std::int64_t>> get_alarm(std::string_view name = "");
+  // Returns whether the alarm existed.
+  Result<bool> delete_alarm(std::string_view name = "");
 
   // ---- runtime indexes: entries committed with this turn's batch ----
   Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,6 +59,11 @@ struct RuntimeOptions {
   std::chrono::milliseconds slow_turn{100};
   // A 32-byte secret for ids from this file instead of the one kept in the backend.
   std::string secret_file;
+  // Seeds the runtime's RNG (alarm retry jitter, simulation). Same seed, same schedule.
+  std::uint64_t seed = 0x5eed;
+  // Alarms that came due before this runtime started are released at this many per
+  // second (0 = all at once).
+  double overdue_alarm_rate = 200;
 };
 
 using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;
@@ -118,6 +124,11 @@ class Runtime {
   // ---- virtual time only ----
   // Runs every queued job until none is left; returns how many ran.
   std::size_t run_until_idle();
+  // When the earliest pending CAF timer fires, on the runtime's clock; none if no timer.
+  std::optional<std::int64_t> next_timer_ms();
+  // Advances the virtual clock to the earliest pending timer and runs until idle.
+  // Returns false (and does nothing) if no timer is pending.
+  bool run_until_next_timer();
 
   struct Impl;
 

@@ -1,0 +1,320 @@
+// Alarms on virtual time: due times, named alarms, gated sets, retries with seeded jitter,
+// the exhausted hook, restarts over stored alarms, and the overdue release rate.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+#include "runtime_fixture.hpp"
+
+using namespace dorm;
+using dorm::testing::Reply;
+using dorm::testing::RuntimeFixture;
+
+namespace {
+
+using set_atom = caf::atom_constant<caf::atom("set")>;
+using setmany_atom = caf::atom_constant<caf::atom("setmany")>;
+using del_atom = caf::atom_constant<caf::atom("del")>;
+using get_atom = caf::atom_constant<caf::atom("get")>;
+using setfail_atom = caf::atom_constant<caf::atom("setfail")>;
+using delfail_atom = caf::atom_constant<caf::atom("delfail")>;
+
+struct Firing {
+  std::string object;
+  std::string alarm;
+  int attempt;
+  std::int64_t scheduled;
+  std::int64_t actual;
+  bool exhausted;
+};
+
+// Shared with the objects: survives their resets, as a test's record must.
+struct World {
+  std::vector<Firing> firings;
+  std::map<std::string, int> fail_first;  // alarm name -> attempts that throw
+  std::map<std::string, std::int64_t> rearm_once;  // alarm name -> set again at actual + this
+  int activations = 0;
+};
+
+void must(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+class Alarmed : public DurableObject {
+ public:
+  explicit Alarmed(World* world) : world_(world) {}
+  void on_start(StartReason) override { ++world_->activations; }
+  caf::behavior behavior() override {
+    return {
+        [this](set_atom, std::string name, std::int64_t due) -> int {
+          must(set_alarm(name, due).ok(), "set_alarm failed");
+          return 0;
+        },
+        // Sets `count` alarms "n0".."n<count-1>" due at first, first + step, ...
+        [this](setmany_atom, int count, std::int64_t first, std::int64_t step) -> int {
+          for (int i = 0; i < count; ++i) {
+            must(set_alarm("n" + std::to_string(i), first + step * i).ok(), "set_alarm failed");
+          }
+          return count;
+        },
+        [this](del_atom, std::string name) -> bool {
+          auto r = delete_alarm(name);
+          must(r.ok(), "delete_alarm failed");
+          return *r;
+        },
+        [this](get_atom, std::string name) -> std::int64_t {
+          auto r = get_alarm(name);
+          must(r.ok(), "get_alarm failed");
+          return r->value_or(-1);
+        },
+        [this](setfail_atom, std::string name, std::int64_t due) -> int {
+          must(set_alarm(name, due).ok(), "set_alarm failed");
+          throw std::runtime_error("failing after set_alarm");
+        },
+        [this](delfail_atom, std::string name) -> int {
+          must(delete_alarm(name).ok(), "delete_alarm failed");
+          throw std::runtime_error("failing after delete_alarm");
+        },
+    };
+  }
+  void on_alarm(const AlarmInfo& info) override {
+    world_->firings.push_back({id().to_string(), info.name, info.attempt, info.scheduled_ms,
+                               info.actual_ms, false});
+    if (auto it = world_->rearm_once.find(info.name); it != world_->rearm_once.end()) {
+      std::int64_t later = info.actual_ms + it->second;
+      world_->rearm_once.erase(it);
+      must(set_alarm(info.name, later).ok(), "re-arm failed");
+    }
+    if (auto it = world_->fail_first.find(info.name); it != world_->fail_first.end() && it->second > 0) {
+      --it->second;
+      throw std::runtime_error("alarm handler fails on purpose");
+    }
+  }
+  void on_alarm_exhausted(const AlarmInfo& info) override {
+    world_->firings.push_back({id().to_string(), info.name, info.attempt, info.scheduled_ms,
+                               info.actual_ms, true});
+  }
+
+ private:
+  World* world_;
+};
+
+struct AlarmFixture : RuntimeFixture {
+  World world;
+  explicit AlarmFixture(RuntimeOptions options = {}) : RuntimeFixture(options) { add_namespace(); }
+  void add_namespace() {
+    REQUIRE(runtime->register_namespace("alarmed", [this] { return std::make_unique<Alarmed>(&world); }).ok());
+  }
+  void restart(RuntimeOptions options = {}) {
+    stop();
+    start(options);
+    add_namespace();
+  }
+  template <class... Ts>
+  caf::message ask(std::string_view name, Ts... xs) {
+    Reply r;
+    runtime->request(handle("alarmed", name), r.handler(), xs...);
+    runtime->run_until_idle();
+    REQUIRE_MESSAGE(r.ok(), r.error_text());
+    return *r.value;
+  }
+  // Runs timers until none is pending or the clock passes `until`.
+  void run_until(std::int64_t until) {
+    while (auto at = runtime->next_timer_ms()) {
+      if (*at > until) break;
+      runtime->run_until_next_timer();
+    }
+    if (clock.now_ms() < until) {
+      clock.advance(until - clock.now_ms());
+      runtime->run_until_idle();
+    }
+  }
+  std::size_t alarm_index_size() {
+    auto entries = runtime->scan_index("dorm.alarms");
+    REQUIRE(entries.ok());
+    return entries->size();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("alarms: fire at their due time; named alarms are independent; moves and deletes hold") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  f.ask("x", set_atom::value, std::string(""), t0 + 1000);
+  f.ask("x", set_atom::value, std::string("a"), t0 + 2000);
+  f.ask("x", set_atom::value, std::string("b"), t0 + 3000);
+  f.ask("x", set_atom::value, std::string("d"), t0 + 2500);
+  f.ask("x", set_atom::value, std::string("a"), t0 + 5000);  // moved
+  CHECK(f.ask("x", del_atom::value, std::string("b")).get_as<bool>(0));
+  CHECK(f.ask("x", get_atom::value, std::string("a")).get_as<std::int64_t>(0) == t0 + 5000);
+  // A set and a delete inside failed turns change nothing.
+  Reply failed_set, failed_del;
+  f.runtime->request(f.handle("alarmed", "x"), failed_set.handler(), setfail_atom::value,
+                     std::string("c"), t0 + 1500);
+  f.runtime->request(f.handle("alarmed", "x"), failed_del.handler(), delfail_atom::value,
+                     std::string("d"));
+  f.runtime->run_until_idle();
+  CHECK_FALSE(failed_set.ok());
+  CHECK_FALSE(failed_del.ok());
+  CHECK(f.ask("x", get_atom::value, std::string("c")).get_as<std::int64_t>(0) == -1);
+
+  f.run_until(t0 + 10'000);
+  REQUIRE(f.world.firings.size() == 3);
+  std::vector<std::pair<std::string, std::int64_t>> fired;
+  for (auto& w : f.world.firings) {
+    CHECK(w.actual == w.scheduled);  // on time, to the millisecond
+    CHECK(w.attempt == 1);
+    fired.emplace_back(w.alarm, w.scheduled - t0);
+  }
+  CHECK(fired == std::vector<std::pair<std::string, std::int64_t>>{{"", 1000}, {"d", 2500}, {"a", 5000}});
+  CHECK(f.ask("x", get_atom::value, std::string("a")).get_as<std::int64_t>(0) == -1);  // cleared
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 1;
+}
+
+TEST_CASE("alarms: a time in the past fires as soon as the turn commits") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  f.ask("x", set_atom::value, std::string("late"), t0 - 60'000);
+  f.runtime->run_until_idle();
+  REQUIRE(f.world.firings.size() == 1);
+  CHECK(f.world.firings[0].actual == t0);
+  f.expected_active = 1;
+}
+
+TEST_CASE("alarms: a handler that sets its alarm again keeps the new time") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  f.world.rearm_once["r"] = 10'000;
+  f.ask("x", set_atom::value, std::string("r"), t0 + 1000);
+  f.run_until(t0 + 60'000);
+  REQUIRE(f.world.firings.size() == 2);
+  CHECK(f.world.firings[0].actual == t0 + 1000);
+  CHECK(f.world.firings[1].actual == t0 + 11'000);
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 1;
+}
+
+namespace {
+
+// Runs one always-failing alarm to exhaustion and returns its attempts' times.
+std::vector<Firing> exhaust(std::uint64_t seed) {
+  RuntimeOptions options;
+  options.seed = seed;
+  AlarmFixture f(options);
+  const std::int64_t t0 = f.clock.now_ms();
+  f.world.fail_first["f"] = 1000;
+  f.ask("x", set_atom::value, std::string("f"), t0 + 1000);
+  f.run_until(t0 + 600'000);
+  CHECK(f.ask("x", get_atom::value, std::string("f")).get_as<std::int64_t>(0) == -1);
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 1;
+  return f.world.firings;
+}
+
+}  // namespace
+
+TEST_CASE("alarms: failures retry after 2..64 s with seeded jitter, then the exhausted hook") {
+  auto a = exhaust(1);
+  REQUIRE(a.size() == 8);  // 7 attempts, then the hook
+  for (int i = 0; i < 7; ++i) {
+    CHECK(a[static_cast<std::size_t>(i)].attempt == i + 1);
+    CHECK_FALSE(a[static_cast<std::size_t>(i)].exhausted);
+    CHECK(a[static_cast<std::size_t>(i)].scheduled == a[0].scheduled);
+  }
+  for (int i = 1; i < 7; ++i) {
+    std::int64_t delay = a[static_cast<std::size_t>(i)].actual - a[static_cast<std::size_t>(i - 1)].actual;
+    std::int64_t base = alarm_retry_base_ms(i);
+    CAPTURE(i);
+    CAPTURE(delay);
+    CHECK(delay >= base * 3 / 4);
+    CHECK(delay <= base * 5 / 4);
+  }
+  CHECK(a[7].exhausted);
+  CHECK(a[7].attempt == 7);
+  CHECK(a[7].actual == a[6].actual);  // right after the last attempt failed
+
+  auto same = exhaust(1);
+  auto other = exhaust(2);
+  REQUIRE(same.size() == 8);
+  REQUIRE(other.size() == 8);
+  std::vector<std::int64_t> ta, tsame, tother;
+  for (std::size_t i = 0; i < 8; ++i) {
+    ta.push_back(a[i].actual - a[0].actual);
+    tsame.push_back(same[i].actual - same[0].actual);
+    tother.push_back(other[i].actual - other[0].actual);
+  }
+  CHECK(ta == tsame);
+  CHECK(ta != tother);
+}
+
+TEST_CASE("alarms: an alarm that fails twice then succeeds is delivered three times, then cleared") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  f.world.fail_first["g"] = 2;
+  f.ask("x", set_atom::value, std::string("g"), t0 + 1000);
+  f.run_until(t0 + 600'000);
+  REQUIRE(f.world.firings.size() == 3);
+  CHECK(f.world.firings[2].attempt == 3);
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 1;
+}
+
+TEST_CASE("alarms: 100k stored alarms survive a restart and each fires once, on time") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  constexpr int kObjects = 1000;
+  constexpr int kPerObject = 100;
+  // Object o's alarm n<k> is due at t0 + 1 s * (k * kObjects + o + 1): all distinct, and
+  // each object's first alarm comes due only after (o + 1) seconds.
+  for (int o = 0; o < kObjects; ++o) {
+    f.ask("o" + std::to_string(o), setmany_atom::value, kPerObject,
+          t0 + 1000 * (o + 1), std::int64_t{1000} * kObjects);
+  }
+  CHECK(f.alarm_index_size() == static_cast<std::size_t>(kObjects * kPerObject));
+  f.expected_active = kObjects;
+  f.restart();
+  f.world.activations = 0;
+  f.runtime->run_until_idle();
+  CHECK(f.world.activations == 0);  // start read the index only: nothing was due
+
+  f.run_until(t0 + 1000 * 10);
+  CHECK(f.world.activations == 10);  // only the objects whose first alarm came due
+  f.run_until(t0 + std::int64_t{1000} * kObjects * kPerObject + 1000);
+  REQUIRE(f.world.firings.size() == static_cast<std::size_t>(kObjects * kPerObject));
+  std::set<std::pair<std::string, std::string>> seen;
+  for (auto& w : f.world.firings) {
+    CHECK(w.actual == w.scheduled);
+    CHECK(w.attempt == 1);
+    seen.emplace(w.object, w.alarm);
+  }
+  CHECK(seen.size() == static_cast<std::size_t>(kObjects * kPerObject));  // each exactly once
+  CHECK(f.alarm_index_size() == 0);
+}
+
+TEST_CASE("alarms: alarms overdue at start are released at the configured rate") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  for (int o = 0; o < 100; ++o) {
+    f.ask("o" + std::to_string(o), setmany_atom::value, 100, t0 + 1 + o, std::int64_t{100});
+  }
+  f.expected_active = 100;
+  // The runtime is down while all 10k come due.
+  f.stop();
+  f.clock.advance(20'000);
+  RuntimeOptions options;
+  options.overdue_alarm_rate = 200;
+  f.start(options);
+  f.add_namespace();
+  const std::int64_t started = f.clock.now_ms();
+  f.runtime->run_until_idle();
+  f.run_until(started + 1000);
+  CHECK(f.world.firings.size() <= 200);
+  CHECK(f.world.firings.size() >= 150);  // and the rate is not far below what was asked
+  f.run_until(started + 51'000);
+  CHECK(f.world.firings.size() == 10'000);
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 100;
+}
