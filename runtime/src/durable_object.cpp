@@ -87,6 +87,25 @@ Result<void> DurableObject::index_del(std::string_view index, std::string_view k
   return host_->index_del(index, key);
 }
 
+Lease::Lease(std::shared_ptr<detail::Activation> activation) : activation_(std::move(activation)) {
+  activation_->leases.fetch_add(1);
+}
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    release();
+    activation_ = std::move(other.activation_);
+  }
+  return *this;
+}
+
+void Lease::release() {
+  if (activation_) activation_->leases.fetch_sub(1);
+  activation_.reset();
+}
+
+Lease DurableObject::keep_alive() { return host_->keep_alive(); }
+
 const ObjectId& DurableObject::id() const { return host_->id(); }
 Epoch DurableObject::epoch() const { return host_->epoch(); }
 Runtime& DurableObject::runtime() const { return host_->runtime(); }

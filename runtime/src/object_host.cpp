@@ -23,7 +23,8 @@ Error outside_turn() {
 
 ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
                        std::shared_ptr<Activation> activation,
-                       std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch)
+                       std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
+                       std::chrono::milliseconds idle_timeout)
     : caf::event_based_actor(cfg),
       runtime_(runtime),
       impl_(impl),
@@ -34,7 +35,8 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* 
       object_(std::move(object)),
       start_reason_(reason),
       epoch_(epoch),
-      batch_(impl->backend) {
+      batch_(impl->backend),
+      idle_timeout_(idle_timeout) {
   object_->host_ = this;
 }
 
@@ -59,10 +61,12 @@ caf::behavior ObjectHost::make_behavior() {
   }
   handlers_ = object_->behavior();
   phase_ = Phase::running;
+  touch();
   return {
       [this](Envelope& env) { handle(env); },
       [this](ContinuationReply& reply) { resume(reply); },
       [this](const StopRequest& req) { stop(req.reason); },
+      [this](IdleCheck) { idle_check(); },
   };
 }
 
@@ -111,6 +115,7 @@ void ObjectHost::handle(Envelope& env) {
     return;
   }
   if (env.reply) env.reply->deliver(std::move(*result));
+  touch();
   auto took = std::chrono::steady_clock::now() - started;
   if (took > impl_->options.slow_turn) {
     spdlog::warn("slow_turn ns={} id={} ms={}", id_.ns(), id_.to_string(),
@@ -146,7 +151,9 @@ void ObjectHost::resume(ContinuationReply& reply) {
   continuations_.erase(it);
   if (auto failure = run_turn("continuation", [&] { then(std::move(reply.reply)); })) {
     reset(failure);
+    return;
   }
+  touch();
 }
 
 void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
@@ -174,6 +181,7 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
     return;
   }
   if (env.reply) env.reply->deliver(caf::message{});
+  touch();
 }
 
 Result<std::optional<AlarmRecord>> ObjectHost::read_alarm(std::string_view name) {
@@ -229,6 +237,27 @@ Result<bool> ObjectHost::delete_alarm(std::string_view name) {
   return true;
 }
 
+void ObjectHost::touch() {
+  last_activity_ms_ = impl_->clock->now_ms();
+  if (idle_timeout_.count() > 0 && !idle_check_pending_) {
+    idle_check_pending_ = true;
+    delayed_send(this, idle_timeout_, IdleCheck{});
+  }
+}
+
+void ObjectHost::idle_check() {
+  idle_check_pending_ = false;
+  if (phase_ != Phase::running || resetting_) return;
+  auto idle = std::chrono::milliseconds(impl_->clock->now_ms() - last_activity_ms_);
+  if (idle >= idle_timeout_ && impl_->try_begin_stop(activation_.get())) {
+    stop(StopReason::idle);
+    return;
+  }
+  // Busy, leased, or used since the check was armed: look again later.
+  idle_check_pending_ = true;
+  delayed_send(this, idle >= idle_timeout_ ? idle_timeout_ : idle_timeout_ - idle, IdleCheck{});
+}
+
 void ObjectHost::stop(StopReason reason) {
   if (phase_ != Phase::running || resetting_) return;
   phase_ = Phase::stopping;
@@ -237,7 +266,7 @@ void ObjectHost::stop(StopReason reason) {
     spdlog::warn("on_stop_failed ns={} id={} error={}", id_.ns(), id_.to_string(),
                  describe(failure));
   }
-  impl_->forget(id_, activation_.get(), false);
+  impl_->end(id_, activation_.get(), StartReason::wake);
   quit();
 }
 
@@ -293,7 +322,7 @@ void ObjectHost::reset(const caf::error& why) {
                describe(why));
   // New messages go to a fresh activation from now on; the ones still in this mailbox are
   // dropped with it, and their reply sinks answer object_reset.
-  impl_->forget(id_, activation_.get(), true);
+  impl_->end(id_, activation_.get(), StartReason::after_reset);
   quit(why);
 }
 

@@ -22,7 +22,7 @@ class ObjectHost : public caf::event_based_actor {
  public:
   ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
              std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
-             StartReason reason, Epoch epoch);
+             StartReason reason, Epoch epoch, std::chrono::milliseconds idle_timeout);
   ~ObjectHost() override;
 
   caf::behavior make_behavior() override;
@@ -45,6 +45,7 @@ class ObjectHost : public caf::event_based_actor {
   Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
   Result<void> index_del(std::string_view index, std::string_view key);
   void send_message(const ObjectHandle& to, caf::message msg);
+  Lease keep_alive() { return Lease(activation_); }
   void request_message(const ObjectHandle& to, caf::message msg,
                        DurableObject::Continuation then);
 
@@ -66,6 +67,9 @@ class ObjectHost : public caf::event_based_actor {
   template <class Body>
   caf::error run_turn(const char* what, Body&& body);
   void stop(StopReason reason);
+  // After every turn: remember the time and make sure an idle check is pending.
+  void touch();
+  void idle_check();
   // Ends the current turn: commits the batch unless the turn already failed, then
   // releases the outbox. Returns the turn's failure, if any.
   caf::error finish_turn();
@@ -102,6 +106,9 @@ class ObjectHost : public caf::event_based_actor {
   std::uint64_t next_continuation_ = 1;
   std::map<std::uint64_t, DurableObject::Continuation> continuations_;
   std::uint64_t alarm_sequence_ = 0;
+  std::chrono::milliseconds idle_timeout_;
+  std::int64_t last_activity_ms_ = 0;
+  bool idle_check_pending_ = false;
   std::optional<std::string> earliest_alarm_set_;  // in this turn: tell the scheduler
 };
 

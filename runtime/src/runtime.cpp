@@ -22,6 +22,8 @@ std::atomic<std::uint64_t> activation_counter{0};
 
 const std::string kSecretKey = keys::meta("id-secret");
 const std::string kGenerationKey = keys::meta("generation");
+const std::string kCleanShutdownKey = keys::meta("clean-shutdown");
+const std::string kVersionLabelKey = keys::meta("version-label");
 
 Result<std::string> load_secret(storage::Backend& backend, const std::string& file) {
   if (!file.empty()) {
@@ -50,22 +52,44 @@ Result<std::string> load_secret(storage::Backend& backend, const std::string& fi
   return secret;
 }
 
-Result<std::uint64_t> bump_generation(storage::Backend& backend) {
-  auto stored = backend.get(kGenerationKey);
+struct Start {
+  std::uint64_t generation;
+  StartReason kind;
+};
+
+// Bumps the durable generation and tells how the previous runtime over this store ended:
+// it left a clean-shutdown marker (after_shutdown) or not (after_crash), or ran another
+// version (after_redeploy). The marker is cleared in the same batch, so a crash of this
+// runtime is seen as one by the next.
+Result<Start> begin_generation(storage::Backend& backend, const std::string& label) {
+  std::vector<std::string> keys{kGenerationKey, kCleanShutdownKey, kVersionLabelKey};
+  auto stored = backend.get_many(keys);
   if (!stored) return std::move(stored).error();
   std::uint64_t generation = 0;
-  if (*stored) {
-    const std::string& text = **stored;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), generation);
-    if (ec != std::errc{} || end != text.data() + text.size()) {
-      return Error{ErrorCode::corruption, "stored generation '" + text + "' is not a number"};
+  if (auto& g = (*stored)[0]) {
+    auto [end, ec] = std::from_chars(g->data(), g->data() + g->size(), generation);
+    if (ec != std::errc{} || end != g->data() + g->size()) {
+      return Error{ErrorCode::corruption, "stored generation '" + *g + "' is not a number"};
+    }
+  }
+  StartReason kind = StartReason::first;
+  if (generation > 0) {
+    std::string previous_label = (*stored)[2].value_or("");
+    if (previous_label != label) {
+      kind = StartReason::after_redeploy;
+    } else if ((*stored)[1]) {
+      kind = StartReason::after_shutdown;
+    } else {
+      kind = StartReason::after_crash;
     }
   }
   ++generation;
   storage::WriteBatch batch;
   batch.put(kGenerationKey, std::to_string(generation));
+  batch.del(kCleanShutdownKey);
+  batch.put(kVersionLabelKey, label);
   if (auto ok = backend.commit(batch); !ok) return std::move(ok).error();
-  return generation;
+  return Start{generation, kind};
 }
 
 }  // namespace
@@ -75,25 +99,19 @@ caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
   return dynamic_cast<caf::scheduler::test_coordinator*>(&system->scheduler());
 }
 
-std::shared_ptr<detail::Activation> Runtime::Impl::resolve(const ObjectId& id,
-                                                           caf::error& failure) {
-  std::lock_guard lock(mutex);
-  if (stopping) {
-    failure = make_error(RuntimeErrc::stopped, "the runtime is shutting down");
-    return nullptr;
-  }
-  if (auto it = live.find(id); it != live.end()) return it->second;
+std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(const ObjectId& id,
+                                                                caf::error& failure) {
   auto ns = namespaces.find(id.ns());
   if (ns == namespaces.end()) {
     failure = make_error(RuntimeErrc::unknown_namespace, "no namespace '" + id.ns() + "'");
     return nullptr;
   }
-  auto object = ns->second();
+  auto object = ns->second.factory();
   if (!object) {
     failure = make_error(RuntimeErrc::turn_failed, "namespace '" + id.ns() + "' made no object");
     return nullptr;
   }
-  StartReason reason = StartReason::first;
+  StartReason reason = start_kind;
   if (auto it = next_start.find(id); it != next_start.end()) {
     reason = it->second;
     next_start.erase(it);
@@ -103,17 +121,113 @@ std::shared_ptr<detail::Activation> Runtime::Impl::resolve(const ObjectId& id,
   // Spawned under the lock: a second sender for the same id finds this activation, never
   // a second one. Its messages queue until on_start has run.
   act->actor = system->spawn<detail::ObjectHost>(self, this, id, act, std::move(object), reason,
-                                                 epoch);
+                                                 epoch, ns->second.options.idle_timeout);
+  lru.push_front(id);
+  act->lru = lru.begin();
   live.emplace(id, act);
   return act;
 }
 
-void Runtime::Impl::forget(const ObjectId& id, const detail::Activation* act, bool reset) {
+std::vector<caf::actor> Runtime::Impl::pick_victims_locked() {
+  std::vector<caf::actor> victims;
+  std::size_t budget = options.resident_budget;
+  if (budget == 0) return victims;
+  std::size_t resident = live.size() - stopping_count;
+  if (resident <= budget) return victims;
+  std::size_t excess = resident - budget;
+  // Least recently used first; skip the busy and the leased.
+  for (auto it = lru.rbegin(); it != lru.rend() && victims.size() < excess; ++it) {
+    auto& act = live.at(*it);
+    if (act->stopping || act->accepted.load() > 0 || act->leases.load() > 0) continue;
+    act->stopping = true;
+    ++stopping_count;
+    victims.push_back(act->actor);
+  }
+  if (victims.size() < excess) {
+    spdlog::warn("budget_exceeded resident={} budget={} evictable={}", resident, budget,
+                 victims.size());
+  }
+  return victims;
+}
+
+Runtime::Impl::Admission Runtime::Impl::admit(const ObjectId& id, detail::Envelope& env) {
+  Admission out;
   std::lock_guard lock(mutex);
-  auto it = live.find(id);
-  if (it == live.end() || it->second.get() != act) return;
-  live.erase(it);
-  if (reset) next_start[id] = StartReason::after_reset;
+  if (stopping) {
+    out.refused = make_error(RuntimeErrc::stopped, "the runtime is shutting down");
+    return out;
+  }
+  std::shared_ptr<detail::Activation> act;
+  bool fresh = false;
+  if (auto it = live.find(id); it != live.end()) {
+    act = it->second;
+  } else {
+    act = spawn_locked(id, out.refused);
+    if (!act) return out;
+    fresh = true;
+  }
+  auto bound = options.mailbox_bound;
+  if (act->stopping) {
+    // Its successor takes these, in order, once it has stopped.
+    if (act->parked.size() >= bound) {
+      out.refused = make_error(RuntimeErrc::overloaded, "mailbox of " + id.ns() + "/" +
+                                                            id.to_string() + " is full");
+      return out;
+    }
+    act->parked.push_back(std::move(env));
+    return out;
+  }
+  if (act->accepted.load() >= bound) {
+    out.refused = make_error(RuntimeErrc::overloaded,
+                             "mailbox of " + id.ns() + "/" + id.to_string() + " holds " +
+                                 std::to_string(bound) + " messages");
+    return out;
+  }
+  act->accepted.fetch_add(1);
+  lru.splice(lru.begin(), lru, act->lru);
+  out.target = act->actor;
+  // After counting this message: the new activation is busy, so never its own victim.
+  if (fresh) out.victims = pick_victims_locked();
+  return out;
+}
+
+bool Runtime::Impl::try_begin_stop(const detail::Activation* act) {
+  std::lock_guard lock(mutex);
+  auto* a = const_cast<detail::Activation*>(act);
+  if (a->stopping || a->accepted.load() > 0 || a->leases.load() > 0) return false;
+  a->stopping = true;
+  ++stopping_count;
+  return true;
+}
+
+void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason next) {
+  std::vector<detail::Envelope> parked;
+  caf::actor successor;
+  std::vector<caf::actor> victims;
+  {
+    std::lock_guard lock(mutex);
+    auto it = live.find(id);
+    if (it == live.end() || it->second.get() != act) return;
+    if (act->stopping) --stopping_count;
+    lru.erase(act->lru);
+    parked = std::move(act->parked);
+    live.erase(it);
+    next_start[id] = next;
+    if (!parked.empty() && !stopping) {
+      caf::error failure;
+      auto fresh = spawn_locked(id, failure);
+      if (fresh) {
+        fresh->accepted.fetch_add(parked.size());
+        successor = fresh->actor;
+        victims = pick_victims_locked();
+      }
+    }
+  }
+  // Outside the lock: a refused envelope answers through its sink when dropped here.
+  if (successor) {
+    for (auto& env : parked) caf::anon_send(successor, std::move(env));
+  }
+  for (auto& v : victims) caf::anon_send(v, detail::StopRequest{StopReason::budget});
 }
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
@@ -129,9 +243,10 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   auto codec = IdCodec::create(*secret);
   if (!codec) return std::move(codec).error();
   rt.ids.emplace(std::move(codec).value());
-  auto generation = bump_generation(rt.backend);
-  if (!generation) return std::move(generation).error();
-  rt.generation = *generation;
+  auto begun = begin_generation(rt.backend, rt.options.version_label);
+  if (!begun) return std::move(begun).error();
+  rt.generation = begun->generation;
+  rt.start_kind = begun->kind;
 
   rt.config = std::make_unique<caf::actor_system_config>();
   if (rt.options.virtual_clock) {
@@ -158,6 +273,12 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
 }
 
 Runtime::~Runtime() {
+  if (!impl_->stopped) shutdown();
+}
+
+void Runtime::shutdown() {
+  if (impl_->stopped) return;
+  impl_->stopped = true;
   // The scheduler first, so that no alarm delivery starts while objects stop.
   caf::anon_send_exit(impl_->alarm_scheduler, caf::exit_reason::user_shutdown);
   impl_->alarm_scheduler = nullptr;
@@ -168,20 +289,51 @@ Runtime::~Runtime() {
     for (auto& [id, act] : impl_->live) active.push_back(act);
   }
   for (auto& act : active) caf::anon_send(act->actor, detail::StopRequest{StopReason::shutdown});
-  if (impl_->coordinator()) run_until_idle();
   active.clear();
+  if (impl_->coordinator()) run_until_idle();
   if (impl_->options.virtual_clock) impl_->options.virtual_clock->unsubscribe(impl_->clock_subscription);
-  impl_->system.reset();  // waits for every actor to finish
+  impl_->system.reset();  // waits for every actor to finish its on_stop
+  impl_->live.clear();
+  // Last: the marker says every object got its on_stop and committed.
+  storage::WriteBatch marker;
+  marker.put(kCleanShutdownKey, std::to_string(impl_->generation));
+  if (auto ok = impl_->backend.commit(marker); !ok) {
+    spdlog::error("clean_shutdown_marker_failed error={}", ok.error().describe());
+  }
+}
+
+void Runtime::crash() {
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  // Fence first: from here on nothing this runtime does reaches the store.
+  impl_->backend.fence();
+  std::vector<caf::actor> actors;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+    for (auto& [id, act] : impl_->live) actors.push_back(act->actor);
+  }
+  actors.push_back(impl_->alarm_scheduler);
+  impl_->alarm_scheduler = nullptr;
+  for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::kill);
+  actors.clear();
+  if (impl_->coordinator()) run_until_idle();
+  if (impl_->options.virtual_clock) impl_->options.virtual_clock->unsubscribe(impl_->clock_subscription);
+  impl_->system.reset();
   impl_->live.clear();
 }
 
-Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory factory) {
+StartReason Runtime::start_kind() const { return impl_->start_kind; }
+
+Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory factory,
+                                         NamespaceOptions options) {
   if (!keys::valid_name(ns)) {
     return Error{ErrorCode::invalid_argument,
                  "invalid namespace name '" + std::string(ns) + "': use 1-64 of [a-z0-9._-]"};
   }
   std::lock_guard lock(impl_->mutex);
-  if (!impl_->namespaces.emplace(std::string(ns), std::move(factory)).second) {
+  if (!impl_->namespaces.emplace(std::string(ns), Impl::Namespace{std::move(factory), options})
+           .second) {
     return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
   }
   return {};
@@ -208,26 +360,20 @@ Result<ObjectHandle> Runtime::get(const ObjectId& id) const {
 }
 
 void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply) {
-  auto sink = on_reply ? std::make_shared<detail::ReplySink>(std::move(on_reply)) : nullptr;
-  caf::error failure;
-  auto act = impl_->resolve(to.id, failure);
-  if (!act) {
-    if (sink) sink->deliver(std::move(failure));
-    return;
-  }
-  if (act->accepted.fetch_add(1) >= impl_->options.mailbox_bound) {
-    act->accepted.fetch_sub(1);
-    auto refused = make_error(RuntimeErrc::overloaded,
-                              "mailbox of " + to.id.ns() + "/" + to.id.to_string() + " holds " +
-                                  std::to_string(impl_->options.mailbox_bound) + " messages");
-    if (sink) {
-      sink->deliver(std::move(refused));
+  detail::Envelope env{std::move(msg),
+                       on_reply ? std::make_shared<detail::ReplySink>(std::move(on_reply)) : nullptr};
+  auto admission = impl_->admit(to.id, env);
+  if (admission.target) {
+    caf::anon_send(admission.target, std::move(env));
+  } else if (admission.refused) {
+    if (env.reply) {
+      env.reply->deliver(std::move(admission.refused));
     } else {
-      spdlog::warn("message_dropped reason=overloaded ns={} id={}", to.id.ns(), to.id.to_string());
+      spdlog::warn("message_dropped ns={} id={} reason={}", to.id.ns(), to.id.to_string(),
+                   describe(admission.refused));
     }
-    return;
   }
-  caf::anon_send(act->actor, detail::Envelope{std::move(msg), std::move(sink)});
+  for (auto& v : admission.victims) caf::anon_send(v, detail::StopRequest{StopReason::budget});
 }
 
 Result<std::vector<storage::KeyValue>> Runtime::scan_index(std::string_view name,

@@ -6,6 +6,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include <atomic>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,16 +79,27 @@ struct StopRequest {
   StopReason reason;
 };
 
+// Asks an activation to check whether it has been idle long enough to stop.
+struct IdleCheck {};
+
 // One live activation as the directory knows it.
 struct Activation {
   caf::actor actor;
-  std::atomic<std::size_t> accepted{0};  // messages accepted and not yet finished
+  // Messages accepted for it and not yet finished. Raised only under the directory lock,
+  // so "zero under the lock" means no message is on its way to this activation.
+  std::atomic<std::size_t> accepted{0};
+  std::atomic<std::size_t> leases{0};  // keep_alive() leases held
+  // Guarded by the directory lock:
+  bool stopping = false;          // chosen to stop: new messages are parked, not sent
+  std::vector<Envelope> parked;   // for the next activation, in arrival order
+  std::list<ObjectId>::iterator lru;
 };
 
 }  // namespace dorm::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::Envelope)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::StopRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::IdleCheck)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::ContinuationReply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmInvocation)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmTick)
@@ -112,23 +124,47 @@ struct Runtime::Impl {
   caf::actor alarm_scheduler;
   std::int64_t started_ms = 0;  // the runtime's clock at start: alarms due before are overdue
 
-  mutable std::mutex mutex;  // guards everything below
-  std::map<std::string, ObjectFactory, std::less<>> namespaces;
+  StartReason start_kind = StartReason::first;  // the default reason for activations
+
+  mutable std::mutex mutex;  // the directory lock: guards everything below
+  struct Namespace {
+    ObjectFactory factory;
+    NamespaceOptions options;
+  };
+  std::map<std::string, Namespace, std::less<>> namespaces;
   std::map<ObjectId, std::shared_ptr<detail::Activation>> live;
+  std::list<ObjectId> lru;          // live ids, most recently used first
+  std::size_t stopping_count = 0;   // live activations already chosen to stop
   // Start reasons other than `first`, recorded when an activation ends and consumed by the
   // next one (so the map holds only ids that are not active now).
   std::map<ObjectId, StartReason> next_start;
   bool stopping = false;
+  bool stopped = false;  // shutdown() or crash() ran
   Runtime* self = nullptr;
 
   Impl(storage::Backend& b, RuntimeOptions o) : backend(b), options(std::move(o)) {}
 
   caf::scheduler::test_coordinator* coordinator() const;
-  // The live activation of `id`, activating it if needed; null if the runtime stops.
-  std::shared_ptr<detail::Activation> resolve(const ObjectId& id, caf::error& failure);
-  // Forgets `act` as the activation of `id` (if it still is); `reset` marks the next
-  // activation's start reason.
-  void forget(const ObjectId& id, const detail::Activation* act, bool reset);
+
+  // Where one message goes, decided under the directory lock and carried out outside it
+  // (sending, answering refusals and asking budget victims to stop never hold the lock).
+  struct Admission {
+    caf::actor target;                // send the envelope here, if set
+    caf::error refused;               // or answer it with this
+    std::vector<caf::actor> victims;  // activations to ask to stop (resident budget)
+  };
+  // Admits `env` for `id`: to its live activation (activating it if needed), or parked
+  // for the next one if the live one is stopping, or refused.
+  Admission admit(const ObjectId& id, detail::Envelope& env);
+  // Spawns an activation of `id`; the directory lock must be held.
+  std::shared_ptr<detail::Activation> spawn_locked(const ObjectId& id, caf::error& failure);
+  // Budget victims, least recently used first, marked stopping; lock held.
+  std::vector<caf::actor> pick_victims_locked();
+  // Marks `act` stopping if it is idle (nothing accepted, no lease). Lock taken inside.
+  bool try_begin_stop(const detail::Activation* act);
+  // The activation stopped (on_stop done, or reset): forget it and hand its parked
+  // messages to a new activation. `next` is that id's next start reason.
+  void end(const ObjectId& id, detail::Activation* act, StartReason next);
 };
 
 }  // namespace dorm

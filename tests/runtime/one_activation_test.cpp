@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -52,6 +53,82 @@ class Tracked : public DurableObject {
 };
 
 }  // namespace
+
+namespace {
+
+// Sends 10k requests to 100 ids from 4 threads and waits (bounded) for every answer.
+// Returns how many answers each request got and how many were errors.
+struct Outcome {
+  std::vector<int> answers;
+  int errors = 0;
+};
+
+Outcome hammer(Runtime& runtime) {
+  constexpr int kIds = 100;
+  constexpr int kSends = 10'000;
+  constexpr int kSenderThreads = 4;
+  std::vector<ObjectHandle> handles;
+  for (int i = 0; i < kIds; ++i) {
+    handles.push_back(*runtime.get(runtime.id_from_name("tracked", "obj-" + std::to_string(i))));
+  }
+  std::vector<std::atomic<int>> answers(kSends);
+  std::atomic<int> answered{0};
+  std::atomic<int> errors{0};
+  std::mutex done_mutex;
+  std::condition_variable done;
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kSenderThreads; ++t) {
+    senders.emplace_back([&, t] {
+      for (int i = t; i < kSends; i += kSenderThreads) {
+        runtime.request(handles[static_cast<std::size_t>(i % kIds)],
+                        [&, i](caf::expected<caf::message> r) {
+                          if (!r || r->get_as<int>(0) != i) errors.fetch_add(1);
+                          answers[static_cast<std::size_t>(i)].fetch_add(1);
+                          if (answered.fetch_add(1) + 1 == kSends) {
+                            std::lock_guard lock(done_mutex);
+                            done.notify_all();
+                          }
+                        },
+                        ping_atom::value, i);
+      }
+    });
+  }
+  for (auto& s : senders) s.join();
+  {
+    std::unique_lock lock(done_mutex);
+    bool all = done.wait_for(lock, std::chrono::seconds(120), [&] { return answered.load() >= kSends; });
+    REQUIRE_MESSAGE(all, "only " << answered.load() << " of " << kSends << " answered");
+  }
+  Outcome out;
+  for (auto& a : answers) out.answers.push_back(a.load());
+  out.errors = errors.load();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("one activation per id: 10k sends to 100 ids race idle eviction and a budget of 10") {
+  storage::MemoryBackend backend;
+  Census census;
+  RuntimeOptions options;
+  options.workers = 4;
+  options.resident_budget = 10;
+  auto started = Runtime::start(backend, options);
+  REQUIRE(started.ok());
+  auto runtime = std::move(started).value();
+  NamespaceOptions ns;
+  ns.idle_timeout = std::chrono::milliseconds(1);
+  REQUIRE(runtime->register_namespace("tracked", [&] { return std::make_unique<Tracked>(&census); }, ns).ok());
+  auto outcome = hammer(*runtime);
+  CHECK(outcome.errors == 0);
+  CHECK(std::all_of(outcome.answers.begin(), outcome.answers.end(), [](int n) { return n == 1; }));
+  CHECK(census.violations.load() == 0);
+  // Evictions really happened: far more activations than ids.
+  MESSAGE("activations: " << census.activations.load());
+  CHECK(census.activations.load() > 100);
+  runtime.reset();
+  CHECK(census.live.load() == 0);
+}
 
 TEST_CASE("one activation per id: 10k concurrent sends to 100 ids on 4 worker threads") {
   storage::MemoryBackend backend;

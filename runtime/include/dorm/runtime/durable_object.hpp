@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,7 +42,28 @@ class Runtime;
 class Clock;
 namespace detail {
 class ObjectHost;
+struct Activation;
 }
+
+// Pins an activation in memory: while any lease of it is held, neither its namespace's
+// idle timeout nor the resident budget stops it. Movable; released on destruction.
+class Lease {
+ public:
+  Lease() = default;
+  Lease(Lease&& other) noexcept = default;
+  Lease& operator=(Lease&& other) noexcept;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() { release(); }
+
+  bool held() const { return static_cast<bool>(activation_); }
+  void release();
+
+ private:
+  friend class detail::ObjectHost;
+  explicit Lease(std::shared_ptr<detail::Activation> activation);
+  std::shared_ptr<detail::Activation> activation_;
+};
 
 // Why an activation started. (after_crash, after_shutdown and after_redeploy come with
 // restart support; today a first activation in a runtime reports `first`.)
@@ -123,6 +145,10 @@ class DurableObject {
   // ---- runtime indexes: entries committed with this turn's batch ----
   Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
   Result<void> index_del(std::string_view index, std::string_view key);
+
+  // ---- residency ----
+  // A lease that keeps this activation in memory until released (see Lease).
+  Lease keep_alive();
 
   // ---- identity, time, messages ----
   const ObjectId& id() const;

@@ -57,6 +57,12 @@ struct RuntimeOptions {
   StorageLimits limits;
   // A turn that takes longer than this logs `slow_turn`.
   std::chrono::milliseconds slow_turn{100};
+  // Most activations resident at once, across namespaces (0 = no limit). Over it, the
+  // least recently used idle ones stop with on_stop(budget); leased ones never do.
+  std::size_t resident_budget = 0;
+  // This deployment's version: a start with a label other than the previous start's is a
+  // redeploy (on_start(after_redeploy)).
+  std::string version_label;
   // A 32-byte secret for ids from this file instead of the one kept in the backend.
   std::string secret_file;
   // Seeds the runtime's RNG (alarm retry jitter, simulation). Same seed, same schedule.
@@ -64,6 +70,13 @@ struct RuntimeOptions {
   // Alarms that came due before this runtime started are released at this many per
   // second (0 = all at once).
   double overdue_alarm_rate = 200;
+};
+
+// Per-namespace settings.
+struct NamespaceOptions {
+  // An activation idle (no message accepted, no lease) this long stops with
+  // on_stop(idle) and leaves memory; its next message activates it again. 0 = never.
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;
@@ -77,14 +90,28 @@ class Runtime {
   static Result<std::unique_ptr<Runtime>> start(storage::Backend& backend,
                                                 RuntimeOptions options = {});
 
-  // Stops every active object (on_stop(shutdown), committed) and the actor system.
+  // shutdown(), unless the runtime already stopped.
   ~Runtime();
+
+  // Graceful stop: alarms stop, every active object runs on_stop(shutdown) and commits,
+  // a clean-shutdown marker is written, and the actor system ends. The next start over
+  // this backend reports after_shutdown. Afterwards only destruction is allowed.
+  void shutdown();
+  // Abrupt stop, as if the process died: the storage handle is fenced first (so nothing
+  // in flight commits any more, and a late write fails with `fenced`), then every actor
+  // is killed; no hook runs. Only committed batches survive; the next start reports
+  // after_crash. Afterwards only destruction is allowed.
+  void crash();
+  // How this runtime started: first (empty store), after_crash, after_shutdown or
+  // after_redeploy. The default start reason of its activations.
+  StartReason start_kind() const;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   // Registers a namespace; names are 1-64 characters of [a-z0-9._-].
   // Errors: invalid_argument for a bad or already registered name.
-  Result<void> register_namespace(std::string_view ns, ObjectFactory factory);
+  Result<void> register_namespace(std::string_view ns, ObjectFactory factory,
+                                  NamespaceOptions options = {});
 
   // ---- ids ----
   ObjectId id_from_name(std::string_view ns, std::string_view name) const;

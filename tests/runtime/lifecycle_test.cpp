@@ -1,0 +1,229 @@
+// Eviction, leases, generations, start reasons, crash() and shutdown().
+#include <doctest/doctest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "runtime_fixture.hpp"
+
+using namespace dorm;
+using dorm::testing::Reply;
+using dorm::testing::RuntimeFixture;
+
+namespace {
+
+using put_atom = caf::atom_constant<caf::atom("put")>;
+using read_atom = caf::atom_constant<caf::atom("read")>;
+using pin_atom = caf::atom_constant<caf::atom("pin")>;
+using unpin_atom = caf::atom_constant<caf::atom("unpin")>;
+
+void must(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+struct Log {
+  std::vector<std::string> starts;  // reasons, in order
+  std::map<std::string, int> stops;  // reason -> count
+  std::map<std::string, int> stops_by_name;  // object value "name" -> count
+};
+
+class Box : public DurableObject {
+ public:
+  explicit Box(Log* log) : log_(log) {}
+  void on_start(StartReason reason) override { log_->starts.push_back(to_string(reason)); }
+  void on_stop(StopReason reason) override {
+    ++log_->stops[to_string(reason)];
+    ++log_->stops_by_name[id().to_string()];
+  }
+  caf::behavior behavior() override {
+    return {
+        [this](put_atom, std::string v) -> std::string {
+          must(put("v", v).ok(), "put failed");
+          return v;
+        },
+        [this](read_atom) -> std::string {
+          auto v = get("v");
+          must(v.ok(), "get failed");
+          return v->value_or("");
+        },
+        [this](pin_atom) -> bool {
+          lease_ = keep_alive();
+          return lease_.held();
+        },
+        [this](unpin_atom) -> bool {
+          lease_.release();
+          return true;
+        },
+    };
+  }
+
+ private:
+  Log* log_;
+  Lease lease_;
+};
+
+struct BoxFixture : RuntimeFixture {
+  Log log;
+  NamespaceOptions ns_options;
+  explicit BoxFixture(RuntimeOptions options = {}, NamespaceOptions ns = {})
+      : RuntimeFixture(options), ns_options(ns) {
+    add_namespace();
+  }
+  // Stop while `log` still exists: the objects' on_stop writes to it.
+  ~BoxFixture() { stop(); }
+  void add_namespace() {
+    REQUIRE(runtime->register_namespace("box", [this] { return std::make_unique<Box>(&log); }, ns_options).ok());
+  }
+  template <class... Ts>
+  Reply ask(std::string_view name, Ts... xs) {
+    Reply r;
+    runtime->request(handle("box", name), r.handler(), xs...);
+    runtime->run_until_idle();
+    return r;
+  }
+  std::string read(std::string_view name) {
+    auto r = ask(name, read_atom::value);
+    REQUIRE(r.ok());
+    return r.value->get_as<std::string>(0);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("eviction: 10k idle objects leave memory and come back with their state") {
+  NamespaceOptions ns;
+  ns.idle_timeout = std::chrono::minutes(1);
+  BoxFixture f({}, ns);
+  constexpr int kObjects = 10'000;
+  std::vector<Reply> replies(kObjects);
+  for (int i = 0; i < kObjects; ++i) {
+    f.runtime->request(f.handle("box", "b" + std::to_string(i)), replies[static_cast<std::size_t>(i)].handler(),
+                       put_atom::value, "value-" + std::to_string(i));
+  }
+  f.runtime->run_until_idle();
+  for (auto& r : replies) REQUIRE(r.ok());
+  CHECK(f.runtime->active_objects() == static_cast<std::size_t>(kObjects));
+  f.clock.advance(59'000);
+  f.runtime->run_until_idle();
+  CHECK(f.runtime->active_objects() == static_cast<std::size_t>(kObjects));  // not yet idle long enough
+  f.clock.advance(1'000);
+  f.runtime->run_until_idle();
+  CHECK(f.runtime->active_objects() == 0);
+  CHECK(f.log.stops["idle"] == kObjects);
+  for (int i = 0; i < kObjects; i += 97) CHECK(f.read("b" + std::to_string(i)) == "value-" + std::to_string(i));
+  CHECK(f.log.starts.back() == "wake");
+  f.expected_active = static_cast<std::size_t>((kObjects + 96) / 97);
+}
+
+TEST_CASE("eviction: a message that keeps coming keeps its object resident") {
+  NamespaceOptions ns;
+  ns.idle_timeout = std::chrono::seconds(10);
+  BoxFixture f({}, ns);
+  for (int i = 0; i < 10; ++i) {
+    CHECK(f.ask("busy", put_atom::value, std::to_string(i)).ok());
+    f.clock.advance(6'000);
+    f.runtime->run_until_idle();
+  }
+  CHECK(f.log.stops["idle"] == 0);
+  CHECK(f.log.starts.size() == 1);
+  f.expected_active = 1;
+}
+
+TEST_CASE("budget: least recently used objects are evicted; a leased one survives") {
+  RuntimeOptions options;
+  options.resident_budget = 10;
+  BoxFixture f(options);
+  auto pinned = f.ask("pinned", pin_atom::value);
+  REQUIRE(pinned.ok());
+  for (int i = 0; i < 30; ++i) CHECK(f.ask("o" + std::to_string(i), put_atom::value, std::string("x")).ok());
+  CHECK(f.runtime->active_objects() == 10);
+  std::string pinned_id = f.runtime->id_from_name("box", "pinned").to_string();
+  CHECK(f.log.stops_by_name[pinned_id] == 0);
+  CHECK(f.log.stops["budget"] == 21);
+  // The most recent ones stayed; the oldest went (and come back on demand).
+  CHECK(f.read("o0") == "x");
+  CHECK(f.log.starts.back() == "wake");
+  // Released, the pinned object is an ordinary candidate again.
+  CHECK(f.ask("pinned", unpin_atom::value).ok());
+  for (int i = 0; i < 12; ++i) CHECK(f.ask("p" + std::to_string(i), put_atom::value, std::string("y")).ok());
+  CHECK(f.log.stops_by_name[pinned_id] == 1);
+  f.expected_active = 10;
+}
+
+TEST_CASE("budget: when only leased objects remain, budget_exceeded is logged and none is evicted") {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  {
+    RuntimeOptions options;
+    options.resident_budget = 1;
+    BoxFixture f(options);
+    CHECK(f.ask("a", pin_atom::value).ok());
+    CHECK(f.ask("b", pin_atom::value).ok());
+    CHECK(f.runtime->active_objects() == 2);
+    CHECK(f.log.stops.empty());
+    f.expected_active = 2;
+  }
+  spdlog::set_default_logger(previous);
+  int warnings = 0;
+  for (auto& line : sink->last_formatted()) warnings += line.find("budget_exceeded") != std::string::npos;
+  CHECK(warnings >= 1);
+}
+
+TEST_CASE("restart: start reasons for first, crash, shutdown, redeploy, wake and reset") {
+  BoxFixture f;
+  CHECK(f.runtime->start_kind() == StartReason::first);
+  CHECK(f.ask("a", put_atom::value, std::string("1")).ok());
+  CHECK(f.log.starts.back() == "first");
+
+  f.runtime->crash();
+  f.start();
+  f.add_namespace();
+  CHECK(f.runtime->start_kind() == StartReason::after_crash);
+  CHECK(f.read("a") == "1");
+  CHECK(f.log.starts.back() == "after_crash");
+
+  f.expected_active = 1;
+  f.stop();  // graceful
+  f.start();
+  f.add_namespace();
+  CHECK(f.runtime->start_kind() == StartReason::after_shutdown);
+  CHECK(f.read("a") == "1");
+  CHECK(f.log.starts.back() == "after_shutdown");
+  CHECK(f.log.stops["shutdown"] == 1);
+
+  f.stop();
+  RuntimeOptions v2;
+  v2.version_label = "v2";
+  f.start(v2);
+  f.add_namespace();
+  CHECK(f.runtime->start_kind() == StartReason::after_redeploy);
+  CHECK(f.read("a") == "1");
+  CHECK(f.log.starts.back() == "after_redeploy");
+
+  f.faulty.fail_commit();
+  CHECK_FALSE(f.ask("a", put_atom::value, std::string("2")).ok());
+  CHECK(f.read("a") == "1");
+  CHECK(f.log.starts.back() == "after_reset");
+}
+
+TEST_CASE("crash: the dead runtime's storage handle is fenced; the next sees exactly what committed") {
+  BoxFixture f;
+  CHECK(f.ask("a", put_atom::value, std::string("committed")).ok());
+  storage::Backend& dead_handle = f.runtime->backend();
+  auto generation = f.runtime->generation();
+  f.runtime->crash();
+  storage::WriteBatch late;
+  late.put("late", "write");
+  auto r = dead_handle.commit(late);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ErrorCode::fenced);
+  CHECK(f.log.stops.empty());  // crash runs no hook
+  CHECK_FALSE(f.memory.get("late")->has_value());
+  f.start();
+  f.add_namespace();
+  CHECK(f.runtime->generation() == generation + 1);
+  CHECK(f.read("a") == "committed");
+  f.expected_active = 1;
+}
