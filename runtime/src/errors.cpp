@@ -14,6 +14,7 @@ const char* to_string(RuntimeErrc e) {
     case RuntimeErrc::invalid_id: return "invalid_id";
     case RuntimeErrc::unknown_namespace: return "unknown_namespace";
     case RuntimeErrc::stopped: return "stopped";
+    case RuntimeErrc::node_restarting: return "node_restarting";
   }
   return "unknown";
 }

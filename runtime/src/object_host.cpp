@@ -71,6 +71,11 @@ caf::behavior ObjectHost::make_behavior() {
 }
 
 void ObjectHost::handle(Envelope& env) {
+  if (impl_->crashed.load()) {
+    // The runtime died with this message inside: it was never handled.
+    if (env.reply) env.reply->deliver(make_error(RuntimeErrc::node_restarting));
+    return;
+  }
   if (resetting_ || phase_ != Phase::running) {
     if (env.reply) env.reply->deliver(make_error(RuntimeErrc::object_reset));
     return;
@@ -145,6 +150,7 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
 }
 
 void ObjectHost::resume(ContinuationReply& reply) {
+  if (impl_->crashed.load()) return;
   auto it = continuations_.find(reply.id);
   if (it == continuations_.end() || resetting_ || phase_ != Phase::running) return;
   auto then = std::move(it->second);
@@ -279,6 +285,10 @@ caf::error ObjectHost::finish_turn() {
   }
   if (auto committed = commit_batch(); !committed) {
     outbox_.clear();
+    if (committed.error().code == ErrorCode::fenced) {
+      // The runtime crashed under this turn: to the sender it never happened.
+      return make_error(RuntimeErrc::node_restarting, committed.error().message);
+    }
     return make_error(RuntimeErrc::turn_failed, "commit failed: " + committed.error().describe());
   }
   // Only now, with the alarm durable, may the scheduler see it.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <caf/all.hpp>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -25,7 +26,16 @@ const std::string kGenerationKey = keys::meta("generation");
 const std::string kCleanShutdownKey = keys::meta("clean-shutdown");
 const std::string kVersionLabelKey = keys::meta("version-label");
 
-Result<std::string> load_secret(storage::Backend& backend, const std::string& file) {
+Result<std::string> load_secret(storage::Backend& backend, const std::string& file,
+                                const std::string& given) {
+  if (!given.empty()) {
+    if (given.size() != IdCodec::kSecretBytes) {
+      return Error{ErrorCode::invalid_argument,
+                   "RuntimeOptions::secret must be " + std::to_string(IdCodec::kSecretBytes) +
+                       " bytes, it is " + std::to_string(given.size())};
+    }
+    return given;
+  }
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return Error{ErrorCode::invalid_argument, "cannot read secret file '" + file + "'"};
@@ -115,6 +125,8 @@ std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(const ObjectId& 
   if (auto it = next_start.find(id); it != next_start.end()) {
     reason = it->second;
     next_start.erase(it);
+  } else if (evicted.contains(id_hash(id))) {
+    reason = StartReason::wake;
   }
   Epoch epoch{generation, activation_counter.fetch_add(1) + 1};
   auto act = std::make_shared<detail::Activation>();
@@ -126,6 +138,13 @@ std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(const ObjectId& 
   act->lru = lru.begin();
   live.emplace(id, act);
   return act;
+}
+
+std::uint64_t Runtime::Impl::id_hash(const ObjectId& id) {
+  std::uint64_t h = std::hash<std::string>{}(id.ns());
+  std::uint64_t body = 0;
+  std::memcpy(&body, id.body().data(), sizeof body);
+  return h ^ body;
 }
 
 std::vector<caf::actor> Runtime::Impl::pick_victims_locked() {
@@ -212,7 +231,11 @@ void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason
     lru.erase(act->lru);
     parked = std::move(act->parked);
     live.erase(it);
-    next_start[id] = next;
+    if (next == StartReason::after_reset) {
+      next_start[id] = next;
+    } else {
+      evicted.insert(id_hash(id));
+    }
     if (!parked.empty() && !stopping) {
       caf::error failure;
       auto fresh = spawn_locked(id, failure);
@@ -238,7 +261,7 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   rt.clock = rt.options.virtual_clock ? rt.options.virtual_clock
              : rt.options.clock       ? rt.options.clock
                                       : &rt.system_clock;
-  auto secret = load_secret(rt.backend, rt.options.secret_file);
+  auto secret = load_secret(rt.backend, rt.options.secret_file, rt.options.secret);
   if (!secret) return std::move(secret).error();
   auto codec = IdCodec::create(*secret);
   if (!codec) return std::move(codec).error();
@@ -307,6 +330,9 @@ void Runtime::crash() {
   impl_->stopped = true;
   // Fence first: from here on nothing this runtime does reaches the store.
   impl_->backend.fence();
+  // Requests that die with this runtime tell their senders so.
+  impl_->drop_reason->store(RuntimeErrc::node_restarting);
+  impl_->crashed.store(true);
   std::vector<caf::actor> actors;
   {
     std::lock_guard lock(impl_->mutex);
@@ -360,8 +386,10 @@ Result<ObjectHandle> Runtime::get(const ObjectId& id) const {
 }
 
 void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply) {
-  detail::Envelope env{std::move(msg),
-                       on_reply ? std::make_shared<detail::ReplySink>(std::move(on_reply)) : nullptr};
+  if (impl_->options.route && impl_->options.route(to, msg, on_reply)) return;
+  detail::Envelope env{std::move(msg), on_reply ? std::make_shared<detail::ReplySink>(
+                                                     std::move(on_reply), impl_->drop_reason)
+                                               : nullptr};
   auto admission = impl_->admit(to.id, env);
   if (admission.target) {
     caf::anon_send(admission.target, std::move(env));

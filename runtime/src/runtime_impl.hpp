@@ -14,6 +14,7 @@
 #include <set>
 
 #include "dorm/runtime/errors.hpp"
+#include "id_hash_set.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/fenced_backend.hpp"
 
@@ -24,9 +25,11 @@ namespace dorm::detail {
 // object_reset, so a sender never waits for a reply that will not come.
 class ReplySink {
  public:
-  explicit ReplySink(ReplyHandler handler) : handler_(std::move(handler)) {}
+  // `drop_reason` is the runtime's: object_reset, or node_restarting once it crashed.
+  ReplySink(ReplyHandler handler, std::shared_ptr<const std::atomic<RuntimeErrc>> drop_reason)
+      : handler_(std::move(handler)), drop_reason_(std::move(drop_reason)) {}
   ~ReplySink() {
-    if (!done_.exchange(true) && handler_) handler_(make_error(RuntimeErrc::object_reset));
+    if (!done_.exchange(true) && handler_) handler_(make_error(drop_reason_->load()));
   }
   void deliver(caf::expected<caf::message> reply) {
     if (!done_.exchange(true) && handler_) handler_(std::move(reply));
@@ -34,6 +37,7 @@ class ReplySink {
 
  private:
   ReplyHandler handler_;
+  std::shared_ptr<const std::atomic<RuntimeErrc>> drop_reason_;
   std::atomic<bool> done_{false};
 };
 
@@ -135,11 +139,17 @@ struct Runtime::Impl {
   std::map<ObjectId, std::shared_ptr<detail::Activation>> live;
   std::list<ObjectId> lru;          // live ids, most recently used first
   std::size_t stopping_count = 0;   // live activations already chosen to stop
-  // Start reasons other than `first`, recorded when an activation ends and consumed by the
-  // next one (so the map holds only ids that are not active now).
+  // Ids whose last activation was reset (consumed by the next activation), and hashes of
+  // ids this runtime evicted (their next activation is a wake).
   std::map<ObjectId, StartReason> next_start;
+  detail::IdHashSet evicted;
+  static std::uint64_t id_hash(const ObjectId& id);
   bool stopping = false;
   bool stopped = false;  // shutdown() or crash() ran
+  std::atomic<bool> crashed{false};  // crash() ran: nothing more may run
+  // What a request dropped unanswered tells its sender (see ReplySink).
+  std::shared_ptr<std::atomic<RuntimeErrc>> drop_reason =
+      std::make_shared<std::atomic<RuntimeErrc>>(RuntimeErrc::object_reset);
   Runtime* self = nullptr;
 
   Impl(storage::Backend& b, RuntimeOptions o) : backend(b), options(std::move(o)) {}

@@ -5,6 +5,7 @@
 
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
+#include "bench/eviction_bench.hpp"
 #include "bench/storage_bench.hpp"
 #endif
 #include "version.hpp"
@@ -42,6 +43,14 @@ int main(int argc, char** argv) {
   bench_storage->add_flag("!--no-fsync", storage_bench.fsync_rows, "Skip the fsync rows");
   bench_storage->add_flag("!--no-open-after-kill", storage_bench.open_after_kill,
                           "Skip the open-after-SIGKILL measurement");
+  dorm::bench::EvictionBenchOptions eviction_bench;
+  auto* bench_eviction = bench_cmd->add_subcommand(
+      "eviction", "Resident memory with a resident budget, before and after evicting");
+  bench_eviction->add_option("--objects", eviction_bench.objects, "Objects to touch")->capture_default_str();
+  bench_eviction->add_option("--budget", eviction_bench.budget, "Resident budget")->capture_default_str();
+  bench_eviction->add_option("--rounds", eviction_bench.rounds, "Rounds (median over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   std::string fill_dir;
   auto* bench_fill = bench_cmd->add_subcommand("storage-fill", "");  // internal helper
   bench_fill->group("");  // hidden from --help
@@ -55,6 +64,7 @@ int main(int argc, char** argv) {
   try {
     if (bench_storage->parsed()) return dorm::bench::run_storage_bench(storage_bench);
     if (bench_fill->parsed()) return dorm::bench::storage_bench_fill_and_wait(fill_dir);
+    if (bench_eviction->parsed()) return dorm::bench::run_eviction_bench(eviction_bench);
   } catch (const std::exception& e) {
     spdlog::error("benchmark failed: {}", e.what());
     return 1;

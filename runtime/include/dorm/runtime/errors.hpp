@@ -20,6 +20,7 @@ enum class RuntimeErrc : std::uint8_t {
   invalid_id = 4,     // the id is malformed, forged or from another namespace
   unknown_namespace = 5,
   stopped = 6,        // the runtime is shutting down
+  node_restarting = 7,  // the runtime holding this message crashed before handling it
 };
 
 const char* to_string(RuntimeErrc e);

@@ -42,6 +42,8 @@ struct StorageLimits {
   std::size_t max_batch_bytes = 16 * 1024 * 1024;
 };
 
+using ReplyHandler = std::function<void(caf::expected<caf::message>)>;
+
 struct RuntimeOptions {
   // Durable time. Null: the system clock.
   const Clock* clock = nullptr;
@@ -65,6 +67,13 @@ struct RuntimeOptions {
   std::string version_label;
   // A 32-byte secret for ids from this file instead of the one kept in the backend.
   std::string secret_file;
+  // Or the 32 secret bytes themselves (several runtimes that must agree on ids, such as
+  // the nodes of a testing::Cluster, share one).
+  std::string secret;
+  // When set, every message (from outside or from an object) is first offered here; if it
+  // returns true it took the message elsewhere (testing::Cluster routes other shards'
+  // messages to their node this way) and this runtime does not deliver it.
+  std::function<bool(const ObjectHandle&, caf::message&, ReplyHandler&)> route;
   // Seeds the runtime's RNG (alarm retry jitter, simulation). Same seed, same schedule.
   std::uint64_t seed = 0x5eed;
   // Alarms that came due before this runtime started are released at this many per
@@ -80,7 +89,6 @@ struct NamespaceOptions {
 };
 
 using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;
-using ReplyHandler = std::function<void(caf::expected<caf::message>)>;
 
 class Runtime {
  public:

@@ -1,0 +1,15 @@
+// `dorm bench eviction`: resident memory stays flat when a resident budget evicts.
+#pragma once
+
+namespace dorm::bench {
+
+struct EvictionBenchOptions {
+  int rounds = 5;
+  int objects = 100'000;
+  int budget = 10'000;
+  int workers = 2;
+};
+
+int run_eviction_bench(const EvictionBenchOptions& options);
+
+}  // namespace dorm::bench
