@@ -2,7 +2,11 @@
 
 namespace dorm::keys {
 
-std::string meta(std::string_view name) { return std::string(1, kMeta) + std::string(name); }
+std::string meta(std::string_view name) {
+  std::string out(1, kMeta);
+  out.append(name);
+  return out;
+}
 
 std::string object_prefix(std::string_view ns, std::string_view id_body) {
   std::string out(1, kObject);

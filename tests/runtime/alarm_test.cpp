@@ -6,6 +6,7 @@
 #include <set>
 
 #include "runtime_fixture.hpp"
+#include "numbered.hpp"
 
 using namespace dorm;
 using dorm::testing::Reply;
@@ -54,7 +55,7 @@ class Alarmed : public DurableObject {
         // Sets `count` alarms "n0".."n<count-1>" due at first, first + step, ...
         [this](setmany_atom, int count, std::int64_t first, std::int64_t step) -> int {
           for (int i = 0; i < count; ++i) {
-            must(set_alarm("n" + std::to_string(i), first + step * i).ok(), "set_alarm failed");
+            must(set_alarm(dorm::testing::numbered("n", i), first + step * i).ok(), "set_alarm failed");
           }
           return count;
         },
@@ -270,7 +271,7 @@ TEST_CASE("alarms: 100k stored alarms survive a restart and each fires once, on 
   // Object o's alarm n<k> is due at t0 + 1 s * (k * kObjects + o + 1): all distinct, and
   // each object's first alarm comes due only after (o + 1) seconds.
   for (int o = 0; o < kObjects; ++o) {
-    f.ask("o" + std::to_string(o), setmany_atom::value, kPerObject,
+    f.ask(dorm::testing::numbered("o", o), setmany_atom::value, kPerObject,
           t0 + 1000 * (o + 1), std::int64_t{1000} * kObjects);
   }
   CHECK(f.alarm_index_size() == static_cast<std::size_t>(kObjects * kPerObject));
@@ -298,7 +299,7 @@ TEST_CASE("alarms: alarms overdue at start are released at the configured rate")
   AlarmFixture f;
   const std::int64_t t0 = f.clock.now_ms();
   for (int o = 0; o < 100; ++o) {
-    f.ask("o" + std::to_string(o), setmany_atom::value, 100, t0 + 1 + o, std::int64_t{100});
+    f.ask(dorm::testing::numbered("o", o), setmany_atom::value, 100, t0 + 1 + o, std::int64_t{100});
   }
   f.expected_active = 100;
   // The runtime is down while all 10k come due.

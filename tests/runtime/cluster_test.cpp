@@ -10,6 +10,7 @@
 
 #include "dorm/runtime/cluster.hpp"
 #include "dorm/runtime/errors.hpp"
+#include "numbered.hpp"
 
 using namespace dorm;
 using dorm::testing::Cluster;
@@ -102,7 +103,7 @@ TEST_CASE("cluster: a rolling deploy under traffic loses nothing and answers not
   Traffic traffic(cluster);
   std::set<std::size_t> shards;
   for (int o = 0; o < 30; ++o) {
-    auto id = cluster.id_from_name("counter", "c" + std::to_string(o));
+    auto id = cluster.id_from_name("counter", dorm::testing::numbered("c", o));
     shards.insert(cluster.shard_of(id));
     traffic.objects.push_back(ObjectHandle{id});
   }
@@ -226,15 +227,15 @@ TEST_CASE("eviction fences in-memory work: a reply to an evicted activation does
   // Two objects on different nodes.
   ObjectId a, b;
   for (int i = 0;; ++i) {
-    a = cluster.id_from_name("asker", "a" + std::to_string(i));
-    b = cluster.id_from_name("asker", "b" + std::to_string(i));
+    a = cluster.id_from_name("asker", dorm::testing::numbered("a", i));
+    b = cluster.id_from_name("asker", dorm::testing::numbered("b", i));
     if (cluster.shard_of(a) != cluster.shard_of(b)) break;
   }
   std::size_t node_b = cluster.shard_of(b);
   std::string b_name;
   for (int i = 0;; ++i) {
-    if (cluster.id_from_name("asker", "b" + std::to_string(i)) == b) {
-      b_name = "b" + std::to_string(i);
+    if (cluster.id_from_name("asker", dorm::testing::numbered("b", i)) == b) {
+      b_name = dorm::testing::numbered("b", i);
       break;
     }
   }

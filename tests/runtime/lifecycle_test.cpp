@@ -6,6 +6,7 @@
 #include <map>
 
 #include "runtime_fixture.hpp"
+#include "numbered.hpp"
 
 using namespace dorm;
 using dorm::testing::Reply;
@@ -98,8 +99,8 @@ TEST_CASE("eviction: 10k idle objects leave memory and come back with their stat
   constexpr int kObjects = 10'000;
   std::vector<Reply> replies(kObjects);
   for (int i = 0; i < kObjects; ++i) {
-    f.runtime->request(f.handle("box", "b" + std::to_string(i)), replies[static_cast<std::size_t>(i)].handler(),
-                       put_atom::value, "value-" + std::to_string(i));
+    f.runtime->request(f.handle("box", dorm::testing::numbered("b", i)), replies[static_cast<std::size_t>(i)].handler(),
+                       put_atom::value, dorm::testing::numbered("value-", i));
   }
   f.runtime->run_until_idle();
   for (auto& r : replies) REQUIRE(r.ok());
@@ -111,7 +112,7 @@ TEST_CASE("eviction: 10k idle objects leave memory and come back with their stat
   f.runtime->run_until_idle();
   CHECK(f.runtime->active_objects() == 0);
   CHECK(f.log.stops["idle"] == kObjects);
-  for (int i = 0; i < kObjects; i += 97) CHECK(f.read("b" + std::to_string(i)) == "value-" + std::to_string(i));
+  for (int i = 0; i < kObjects; i += 97) CHECK(f.read(dorm::testing::numbered("b", i)) == dorm::testing::numbered("value-", i));
   CHECK(f.log.starts.back() == "wake");
   f.expected_active = static_cast<std::size_t>((kObjects + 96) / 97);
 }
@@ -136,7 +137,7 @@ TEST_CASE("budget: least recently used objects are evicted; a leased one survive
   BoxFixture f(options);
   auto pinned = f.ask("pinned", pin_atom::value);
   REQUIRE(pinned.ok());
-  for (int i = 0; i < 30; ++i) CHECK(f.ask("o" + std::to_string(i), put_atom::value, std::string("x")).ok());
+  for (int i = 0; i < 30; ++i) CHECK(f.ask(dorm::testing::numbered("o", i), put_atom::value, std::string("x")).ok());
   CHECK(f.runtime->active_objects() == 10);
   std::string pinned_id = f.runtime->id_from_name("box", "pinned").to_string();
   CHECK(f.log.stops_by_name[pinned_id] == 0);
@@ -146,7 +147,7 @@ TEST_CASE("budget: least recently used objects are evicted; a leased one survive
   CHECK(f.log.starts.back() == "wake");
   // Released, the pinned object is an ordinary candidate again.
   CHECK(f.ask("pinned", unpin_atom::value).ok());
-  for (int i = 0; i < 12; ++i) CHECK(f.ask("p" + std::to_string(i), put_atom::value, std::string("y")).ok());
+  for (int i = 0; i < 12; ++i) CHECK(f.ask(dorm::testing::numbered("p", i), put_atom::value, std::string("y")).ok());
   CHECK(f.log.stops_by_name[pinned_id] == 1);
   f.expected_active = 10;
 }

@@ -11,6 +11,7 @@
 
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/memory_backend.hpp"
+#include "numbered.hpp"
 
 using namespace dorm;
 
@@ -69,7 +70,7 @@ Outcome hammer(Runtime& runtime) {
   constexpr int kSenderThreads = 4;
   std::vector<ObjectHandle> handles;
   for (int i = 0; i < kIds; ++i) {
-    handles.push_back(*runtime.get(runtime.id_from_name("tracked", "obj-" + std::to_string(i))));
+    handles.push_back(*runtime.get(runtime.id_from_name("tracked", dorm::testing::numbered("obj-", i))));
   }
   std::vector<std::atomic<int>> answers(kSends);
   std::atomic<int> answered{0};

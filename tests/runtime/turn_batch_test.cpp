@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "dorm/storage/memory_backend.hpp"
+#include "numbered.hpp"
 
 using dorm::TurnBatch;
 using dorm::storage::MemoryBackend;
@@ -48,7 +49,7 @@ TEST_CASE("turn batch: reads see the turn's own puts, deletes and range deletes"
 TEST_CASE("turn batch: limited and reverse scans merge overlay and storage in order") {
   MemoryBackend backend;
   WriteBatch w;
-  for (int i = 0; i < 200; ++i) w.put("k" + std::to_string(1000 + i), "s");
+  for (int i = 0; i < 200; ++i) w.put(dorm::testing::numbered("k", 1000 + i), "s");
   REQUIRE(backend.commit(w).ok());
   TurnBatch t(backend);
   // Delete the first 100 stored keys, add a few new ones in between.

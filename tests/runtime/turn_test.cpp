@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime_fixture.hpp"
+#include "numbered.hpp"
 
 using namespace dorm;
 using dorm::testing::Reply;
@@ -49,7 +50,7 @@ class Counter : public DurableObject {
   caf::behavior behavior() override {
     return {
         [this](add_atom, int n) -> int {
-          journal_->events.push_back("add:" + std::to_string(n));
+          journal_->events.push_back(dorm::testing::numbered("add:", n));
           count_ += n;
           must(put("count", std::to_string(count_)).ok(), "storage call failed");
           return count_;

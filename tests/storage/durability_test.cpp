@@ -10,6 +10,7 @@
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "dorm/storage/sqlite_backend.hpp"
 #include "temp_dir.hpp"
+#include "numbered.hpp"
 
 using dorm::storage::Durability;
 using dorm::storage::WriteBatch;
@@ -75,7 +76,7 @@ std::uint64_t wal_syncs_during_commits(Durability durability, int commits) {
   std::uint64_t before = counter->syncs();
   for (int i = 0; i < commits; ++i) {
     WriteBatch batch;
-    batch.put("k" + std::to_string(i), "v");
+    batch.put(dorm::testing::numbered("k", i), "v");
     REQUIRE((*backend)->commit(batch).ok());
   }
   return counter->syncs() - before;

@@ -8,6 +8,7 @@
 #include "dorm/storage/memory_backend.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "temp_dir.hpp"
+#include "numbered.hpp"
 
 using dorm::ErrorCode;
 using dorm::storage::FaultPlan;
@@ -97,8 +98,8 @@ TEST_CASE("faulty: rates from a seed give the same faults for the same seed") {
     FaultyBackend faulty(inner, plan);
     std::string outcome;
     for (int i = 0; i < 200; ++i) {
-      auto c = faulty.commit(put("k" + std::to_string(i)));
-      bool applied = inner.get("k" + std::to_string(i))->has_value();
+      auto c = faulty.commit(put(dorm::testing::numbered("k", i)));
+      bool applied = inner.get(dorm::testing::numbered("k", i))->has_value();
       outcome += c.ok() ? 'c' : (applied ? 'd' : 'f');
       outcome += faulty.get("k0").ok() ? 'r' : 'x';
     }
