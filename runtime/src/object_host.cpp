@@ -44,6 +44,27 @@ ObjectHost::~ObjectHost() {
   if (object_) object_->host_ = nullptr;
 }
 
+template <class Body>
+caf::error ObjectHost::run_turn(const char* what, Body&& body) {
+  in_turn_ = true;
+  turn_error_.reset();
+  caf::error failure;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    failure = make_error(RuntimeErrc::turn_failed, std::string(what) + " threw: " + e.what());
+  }
+  if (!failure) {
+    failure = finish_turn();
+  } else {
+    batch_.clear();
+    outbox_.clear();
+    earliest_alarm_set_.reset();
+  }
+  in_turn_ = false;
+  return failure;
+}
+
 void ObjectHost::on_exit() {
   if (object_) object_->host_ = nullptr;
   object_.reset();
@@ -84,39 +105,21 @@ void ObjectHost::handle(Envelope& env) {
     return run_alarm(env, env.payload.get_as<AlarmInvocation>(0));
   }
   auto started = std::chrono::steady_clock::now();
-  in_turn_ = true;
-  turn_error_.reset();
   caf::optional<caf::message> result;
-  caf::error failure;
-  try {
-    result = handlers_(env.payload);
-  } catch (const std::exception& e) {
-    failure = make_error(RuntimeErrc::turn_failed, std::string("handler threw: ") + e.what());
-  }
-  if (!failure && !result) {
-    // No handler matched: nothing ran, so nothing needs undoing.
-    in_turn_ = false;
-    batch_.clear();
-    outbox_.clear();
-    earliest_alarm_set_.reset();
-    if (activation_) activation_->accepted.fetch_sub(1);
-    if (env.reply) {
-      env.reply->deliver(make_error(RuntimeErrc::turn_failed,
-                                    "no handler for " + caf::to_string(env.payload)));
-    }
-    return;
-  }
-  if (!failure) {
-    failure = finish_turn();
-  } else {
-    batch_.clear();
-    outbox_.clear();
-  }
-  in_turn_ = false;
+  auto failure = run_turn("handler", [&] { result = handlers_(env.payload); });
   if (activation_) activation_->accepted.fetch_sub(1);
   if (failure) {
     if (env.reply) env.reply->deliver(failure);
     reset(failure);
+    return;
+  }
+  if (!result) {
+    // No handler matched: nothing ran (the turn committed nothing), so nothing to undo.
+    if (env.reply) {
+      env.reply->deliver(make_error(RuntimeErrc::turn_failed,
+                                    "no handler for " + caf::to_string(env.payload)));
+    }
+    touch();
     return;
   }
   if (env.reply) env.reply->deliver(std::move(*result));
@@ -128,26 +131,6 @@ void ObjectHost::handle(Envelope& env) {
   }
 }
 
-template <class Body>
-caf::error ObjectHost::run_turn(const char* what, Body&& body) {
-  in_turn_ = true;
-  turn_error_.reset();
-  caf::error failure;
-  try {
-    body();
-  } catch (const std::exception& e) {
-    failure = make_error(RuntimeErrc::turn_failed, std::string(what) + " threw: " + e.what());
-  }
-  if (!failure) {
-    failure = finish_turn();
-  } else {
-    batch_.clear();
-    outbox_.clear();
-    earliest_alarm_set_.reset();
-  }
-  in_turn_ = false;
-  return failure;
-}
 
 void ObjectHost::resume(ContinuationReply& reply) {
   if (impl_->crashed.load()) return;

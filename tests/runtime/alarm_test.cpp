@@ -11,6 +11,7 @@
 using namespace dorm;
 using dorm::testing::Reply;
 using dorm::testing::RuntimeFixture;
+using dorm::testing::must;
 
 namespace {
 
@@ -38,9 +39,6 @@ struct World {
   int activations = 0;
 };
 
-void must(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(what);
-}
 
 class Alarmed : public DurableObject {
  public:

@@ -11,6 +11,7 @@
 using namespace dorm;
 using dorm::testing::Reply;
 using dorm::testing::RuntimeFixture;
+using dorm::testing::must;
 
 namespace {
 
@@ -19,9 +20,6 @@ using read_atom = caf::atom_constant<caf::atom("read")>;
 using pin_atom = caf::atom_constant<caf::atom("pin")>;
 using unpin_atom = caf::atom_constant<caf::atom("unpin")>;
 
-void must(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(what);
-}
 
 struct Log {
   std::vector<std::string> starts;  // reasons, in order

@@ -7,6 +7,7 @@
 using namespace dorm;
 using dorm::testing::Reply;
 using dorm::testing::RuntimeFixture;
+using dorm::testing::must;
 
 namespace {
 
@@ -15,9 +16,6 @@ using get_atom = caf::atom_constant<caf::atom("get")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using tell_atom = caf::atom_constant<caf::atom("tell")>;
 
-void must(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(what);
-}
 
 // Holds one durable int.
 struct Cell : DurableObject {

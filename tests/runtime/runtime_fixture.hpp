@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "dorm/runtime/errors.hpp"
@@ -14,6 +15,12 @@
 #include "dorm/storage/memory_backend.hpp"
 
 namespace dorm::testing {
+
+// Object code runs inside CAF, where a doctest REQUIRE must not throw its own exception
+// type: fail the turn with a std::exception instead.
+inline void must(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(what);
+}
 
 // Captures one reply.
 struct Reply {

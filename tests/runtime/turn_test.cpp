@@ -9,6 +9,7 @@
 using namespace dorm;
 using dorm::testing::Reply;
 using dorm::testing::RuntimeFixture;
+using dorm::testing::must;
 
 namespace {
 
@@ -20,10 +21,6 @@ using putval_atom = caf::atom_constant<caf::atom("putval")>;
 using index_atom = caf::atom_constant<caf::atom("index")>;
 using boots_atom = caf::atom_constant<caf::atom("boots")>;
 
-// Object code runs inside CAF, where a doctest REQUIRE must not throw: fail the turn.
-void must(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(what);
-}
 
 // What the test objects report, in order.
 struct Journal {
