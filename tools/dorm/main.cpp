@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
       "eviction", "Resident memory with a resident budget, before and after evicting");
   bench_eviction->add_option("--objects", eviction_bench.objects, "Objects to touch")->capture_default_str();
   bench_eviction->add_option("--budget", eviction_bench.budget, "Resident budget")->capture_default_str();
+  bench_eviction->add_option("--in-flight", eviction_bench.in_flight, "Requests outstanding at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000));
   bench_eviction->add_option("--rounds", eviction_bench.rounds, "Rounds (median over them)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));

@@ -8,6 +8,7 @@ struct EvictionBenchOptions {
   int objects = 100'000;
   int budget = 10'000;
   int workers = 2;
+  int in_flight = 100;  // requests outstanding at once while touching
 };
 
 int run_eviction_bench(const EvictionBenchOptions& options);
