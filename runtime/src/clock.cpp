@@ -14,15 +14,18 @@ void VirtualClock::advance(std::int64_t ms) {
   now_ += ms;
   // Copy: a subscriber may subscribe or unsubscribe while being told.
   auto subscribers = subscribers_;
-  for (auto& [token, fn] : subscribers) fn(ms);
+  for (auto& entry : subscribers) entry.second(ms);
 }
 
-VirtualClock::Subscription VirtualClock::subscribe(std::function<void(std::int64_t)> on_advance) {
+VirtualClock::Subscription VirtualClock::subscribe(std::function<void(std::int64_t)> on_advance,
+                                                   int rank) {
   Subscription token = next_++;
-  subscribers_.emplace(token, std::move(on_advance));
+  subscribers_.emplace(std::make_pair(rank, token), std::move(on_advance));
   return token;
 }
 
-void VirtualClock::unsubscribe(Subscription token) { subscribers_.erase(token); }
+void VirtualClock::unsubscribe(Subscription token) {
+  std::erase_if(subscribers_, [token](const auto& entry) { return entry.first.second == token; });
+}
 
 }  // namespace dorm

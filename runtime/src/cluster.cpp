@@ -29,6 +29,7 @@ Cluster::~Cluster() {
 Result<void> Cluster::start_node(std::size_t i) {
   RuntimeOptions o = options_.runtime;
   o.virtual_clock = &clock_;
+  o.virtual_clock_rank = static_cast<int>(i);  // coordinators advance in node order
   o.secret = secret_;
   o.version_label = nodes_[i].version_label;
   o.route = [this, i](const ObjectHandle& to, caf::message& msg, ReplyHandler& reply) {

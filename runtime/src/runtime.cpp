@@ -282,9 +282,9 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   rt.started_ms = rt.clock->now_ms();
   if (auto* clock = rt.options.virtual_clock) {
     Impl* raw = &rt;
-    rt.clock_subscription = clock->subscribe([raw](std::int64_t ms) {
-      raw->coordinator()->advance_time(std::chrono::milliseconds(ms));
-    });
+    rt.clock_subscription = clock->subscribe(
+        [raw](std::int64_t ms) { raw->coordinator()->advance_time(std::chrono::milliseconds(ms)); },
+        rt.options.virtual_clock_rank);
   }
   auto runtime = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   runtime->impl_->alarm_scheduler =

@@ -3,6 +3,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "numbered.hpp"
 #include "runtime_fixture.hpp"
 
 using namespace dorm;
@@ -77,4 +78,25 @@ TEST_CASE("slow turns are logged with namespace and id, quick ones are not") {
     f.expected_active = 1;
   }
   CHECK(log.count("slow_turn ns=echo id=") == 1);
+}
+
+TEST_CASE("virtual clock: subscribers hear of an advance by rank, whenever they subscribed") {
+  VirtualClock clock;
+  std::vector<std::string> heard;
+  auto b = clock.subscribe([&](std::int64_t ms) { heard.push_back(dorm::testing::numbered("b", ms)); }, 1);
+  auto a = clock.subscribe([&](std::int64_t ms) { heard.push_back(dorm::testing::numbered("a", ms)); }, 0);
+  clock.advance(5);
+  CHECK(heard == std::vector<std::string>{"a5", "b5"});
+  // "a" leaves and comes back (a restarted node): it is still told first.
+  clock.unsubscribe(a);
+  a = clock.subscribe([&](std::int64_t ms) { heard.push_back(dorm::testing::numbered("a", ms)); }, 0);
+  heard.clear();
+  clock.advance(7);
+  CHECK(heard == std::vector<std::string>{"a7", "b7"});
+  clock.unsubscribe(a);
+  clock.unsubscribe(b);
+  heard.clear();
+  clock.advance(1);
+  CHECK(heard.empty());
+  CHECK(clock.now_ms() == 1'700'000'000'013);
 }

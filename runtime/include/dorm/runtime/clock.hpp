@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace dorm {
 
@@ -41,15 +42,16 @@ class VirtualClock final : public Clock {
   void advance(std::int64_t ms);
 
   // `on_advance(ms)` runs on every advance() until the returned token is passed to
-  // unsubscribe().
+  // unsubscribe(). Subscribers are told in order of `rank`, then of subscription (a
+  // Cluster ranks its nodes by index, so a restarted node keeps its place).
   using Subscription = std::uint64_t;
-  Subscription subscribe(std::function<void(std::int64_t)> on_advance);
+  Subscription subscribe(std::function<void(std::int64_t)> on_advance, int rank = 0);
   void unsubscribe(Subscription token);
 
  private:
   std::int64_t now_;
   Subscription next_ = 1;
-  std::map<Subscription, std::function<void(std::int64_t)>> subscribers_;
+  std::map<std::pair<int, Subscription>, std::function<void(std::int64_t)>> subscribers_;
 };
 
 }  // namespace dorm

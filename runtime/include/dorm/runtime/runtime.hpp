@@ -50,6 +50,9 @@ struct RuntimeOptions {
   // Set for deterministic tests: the runtime runs on CAF's test scheduler driven by this
   // clock (which then is also the durable clock).
   VirtualClock* virtual_clock = nullptr;
+  // Where this runtime is told of a clock advance among the clock's subscribers (lower
+  // first); a Cluster uses the node index.
+  int virtual_clock_rank = 0;
   // CAF worker threads; 0 picks CAF's default (one per core). Turns are synchronous, so a
   // slow turn occupies a worker: size this for the storage latency you expect.
   std::size_t workers = 0;
