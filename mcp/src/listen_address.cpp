@@ -45,6 +45,9 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
   }
   if (host.empty()) return bad(text, "the host is empty");
   if (!printable_without_space(host)) return bad(text, "the host contains a space or control character");
+  if (host.find_first_of("[]") != std::string_view::npos) {
+    return bad(text, "brackets may only enclose a whole IPv6 address");
+  }
   if (port.empty()) return bad(text, "the port is empty");
   unsigned value = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);

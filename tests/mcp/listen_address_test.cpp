@@ -26,7 +26,8 @@ TEST_CASE("listen address: bracketed IPv6") {
 
 TEST_CASE("listen address: malformed input is rejected with a reason") {
   for (const char* bad : {"", "8808", "host:", ":8808", "host:65536", "host:-1", "host:80x",
-                          "::1:80", "[::1]80", "[::1", "ho st:80", "host:+80"}) {
+                          "::1:80", "[::1]80", "[::1", "ho st:80", "host:+80", "[[1]:0",
+                          "[]:80", "a]b:80"}) {
     CAPTURE(bad);
     auto r = parse_listen_address(bad);
     REQUIRE_FALSE(r.ok());
