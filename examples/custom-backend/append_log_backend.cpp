@@ -1,5 +1,7 @@
 #include "append_log_backend.hpp"
 
+#include <dorm/storage/map_scan.hpp>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -153,24 +155,10 @@ dorm::Result<std::vector<std::optional<std::string>>> AppendLogBackend::get_many
 
 dorm::Result<std::vector<dorm::storage::KeyValue>> AppendLogBackend::scan(
     const dorm::storage::ScanOptions& options) {
-  // ScanOptions::validate() and bounds() turn the options into a plain [lower, upper).
-  if (auto ok = options.validate(); !ok) return std::move(ok).error();
-  auto bounds = options.bounds();
-  std::vector<dorm::storage::KeyValue> out;
-  if (bounds.empty()) return out;
-  auto full = [&] { return options.limit != 0 && out.size() >= options.limit; };
+  // dorm's helper implements Backend::scan's range, start-after, direction and limit
+  // rules over any ordered map; the shared lock keeps the map still meanwhile.
   std::shared_lock lock(mutex_);
-  auto first = data_.lower_bound(bounds.lower);
-  auto last = bounds.upper ? data_.lower_bound(*bounds.upper) : data_.end();
-  if (!options.reverse) {
-    for (auto it = first; it != last && !full(); ++it) out.push_back({it->first, it->second});
-  } else {
-    for (auto it = last; it != first && !full();) {
-      --it;
-      out.push_back({it->first, it->second});
-    }
-  }
-  return out;
+  return dorm::storage::scan_ordered_map(data_, options);
 }
 
 dorm::Result<void> AppendLogBackend::commit(const WriteBatch& batch) {

@@ -1,5 +1,7 @@
 #include "dorm/storage/memory_backend.hpp"
 
+#include "dorm/storage/map_scan.hpp"
+
 #include <mutex>
 
 namespace dorm::storage {
@@ -24,23 +26,8 @@ Result<std::vector<std::optional<std::string>>> MemoryBackend::get_many(
 }
 
 Result<std::vector<KeyValue>> MemoryBackend::scan(const ScanOptions& options) {
-  if (auto ok = options.validate(); !ok) return std::move(ok).error();
-  ScanOptions::Bounds bounds = options.bounds();
-  std::vector<KeyValue> out;
-  if (bounds.empty()) return out;
-  auto full = [&] { return options.limit != 0 && out.size() >= options.limit; };
   std::shared_lock lock(mutex_);
-  auto first = data_.lower_bound(bounds.lower);
-  auto last = bounds.upper ? data_.lower_bound(*bounds.upper) : data_.end();
-  if (!options.reverse) {
-    for (auto it = first; it != last && !full(); ++it) out.push_back({it->first, it->second});
-  } else {
-    for (auto it = last; it != first && !full();) {
-      --it;
-      out.push_back({it->first, it->second});
-    }
-  }
-  return out;
+  return scan_ordered_map(data_, options);
 }
 
 Result<void> MemoryBackend::commit(const WriteBatch& batch) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include "recorder.hpp"
 
 using namespace std::chrono_literals;
 
@@ -15,20 +16,6 @@ caf::actor_system_config testing_config() {
   cfg.set("scheduler.policy", caf::atom("testing"));
   return cfg;
 }
-
-// Records the last int it received.
-class Recorder : public caf::event_based_actor {
- public:
-  Recorder(caf::actor_config& cfg, std::shared_ptr<int> last)
-      : caf::event_based_actor(cfg), last_(std::move(last)) {}
-
-  caf::behavior make_behavior() override {
-    return {[this](int value) { *last_ = value; }};
-  }
-
- private:
-  std::shared_ptr<int> last_;
-};
 
 // Counts the ints it received.
 class Counter : public caf::event_based_actor {

@@ -5,24 +5,13 @@
 
 #include "numbered.hpp"
 #include "runtime_fixture.hpp"
+#include "recorder.hpp"
 
 using namespace dorm;
 using dorm::testing::Reply;
 using dorm::testing::RuntimeFixture;
 
 namespace {
-
-class Recorder : public caf::event_based_actor {
- public:
-  Recorder(caf::actor_config& cfg, std::shared_ptr<int> last)
-      : caf::event_based_actor(cfg), last_(std::move(last)) {}
-  caf::behavior make_behavior() override {
-    return {[this](int value) { *last_ = value; }};
-  }
-
- private:
-  std::shared_ptr<int> last_;
-};
 
 struct Echo : DurableObject {
   caf::behavior behavior() override {
