@@ -22,7 +22,10 @@ namespace dorm::mcp::detail {
 // walk over a parsed value to a small, fixed stack depth.
 inline constexpr std::size_t kMaxJsonDepth = 128;
 
-// Parses `text` into `doc` (replacing its content). Numbers are parsed in full precision.
+// Parses `text` into `doc` (replacing its content). Integers in int64 or uint64 range stay
+// integers; other numbers become the nearest double (correctly rounded; one too large for
+// a double is an error, one too small is ±0). Strings are valid UTF-8 after unescaping
+// (a lone surrogate escape such as "\udc00" is refused).
 // Returns nullopt on success, else a message for a person that names the byte offset and
 // what was wrong (e.g. "invalid UTF-8 in a string at offset 12"); `doc` is then
 // unspecified.

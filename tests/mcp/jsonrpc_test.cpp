@@ -109,6 +109,20 @@ TEST_CASE("jsonrpc: not JSON or not UTF-8 is a parse error (-32700) without id")
     CAPTURE(bad);
     CHECK(failure(bad).code == dorm::mcp::kParseError);
   }
+  // A lone low surrogate escape: RapidJSON would decode it into bytes that are not UTF-8
+  // (found by fuzz_jsonrpc); in a key, in a string value, and in params.
+  for (std::string_view bad : {R"({"jsonrpc":"2.0","id":"a\uDDDD","method":"m"})",
+                               R"({"jsonrpc":"2.0","\udc00":1,"method":"m"})",
+                               R"({"jsonrpc":"2.0","method":"m","params":["x\uDFFFy"]})",
+                               R"({"jsonrpc":"2.0","method":"m","params":["\udc00\ud800"]})"}) {
+    CAPTURE(bad);
+    ParseFailure f = failure(bad);
+    CHECK(f.code == dorm::mcp::kParseError);
+    CHECK(f.message.find("surrogate") != std::string::npos);
+  }
+  // A proper pair is one character (U+1F600), written back as UTF-8.
+  CHECK(single(R"({"jsonrpc":"2.0","method":"m","params":["\ud83d\ude00"]})").params ==
+        "[\"\xf0\x9f\x98\x80\"]");
   // A NUL byte does not end the input early.
   std::string with_nul("{\"jsonrpc\":\"2.0\",\"method\":\"m\"}");
   with_nul += '\0';
@@ -116,6 +130,32 @@ TEST_CASE("jsonrpc: not JSON or not UTF-8 is a parse error (-32700) without id")
   ParseFailure f = failure(with_nul);
   CHECK(f.code == dorm::mcp::kParseError);
   CHECK(f.message.find("NUL") != std::string::npos);
+}
+
+TEST_CASE("jsonrpc: numbers keep integers exact and round doubles correctly") {
+  auto params = [](std::string_view numbers) {
+    return single(R"({"jsonrpc":"2.0","method":"m","params":[)" + std::string(numbers) + "]}")
+        .params;
+  };
+  CHECK(params("0,-0,1,-1,42") == "[0,0,1,-1,42]");
+  CHECK(params("18446744073709551615,-9223372036854775808") ==
+        "[18446744073709551615,-9223372036854775808]");
+  CHECK(params("18446744073709551616") == "[18446744073709553000.0]");  // a double now
+  CHECK(params("-9223372036854775809") == "[-9223372036854776000.0]");
+  CHECK(params("0.1,1.50,1e2,2.5E-3,-0.0") == "[0.1,1.5,100.0,0.0025,-0.0]");
+  CHECK(params("1.7976931348623157e308,5e-324") == "[1.7976931348623157e308,5e-324]");
+  CHECK(params("1e-400,-1e-400") == "[0.0,-0.0]");  // underflow: zero
+  CHECK(params("0.000000000000000000000000000001e330") == "[1e300]");
+  // Too large for a double: refused (one of these crashed RapidJSON's own full-precision
+  // conversion; found by fuzz_jsonrpc).
+  for (std::string_view big : {"1e400", "1.8e308", "9999999999992233720368547758089999991e307",
+                               "100000000000000000000000000000000000000e300", "1e99999999999999"}) {
+    CAPTURE(big);
+    ParseFailure f =
+        failure(R"({"jsonrpc":"2.0","method":"m","params":[)" + std::string(big) + "]}");
+    CHECK(f.code == dorm::mcp::kParseError);
+    CHECK(f.message.find("too") != std::string::npos);
+  }
 }
 
 TEST_CASE("jsonrpc: nesting is bounded, also for deep params") {
