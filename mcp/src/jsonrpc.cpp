@@ -70,6 +70,11 @@ std::variant<Message, Invalid> read_message(const rapidjson::Value& value) {
   bool null_id = false;
   if (e.id != nullptr) {
     if (e.id->IsString()) {
+      if (e.id->GetStringLength() > kMaxRequestIdBytes) {
+        return Invalid{"\"id\" is longer than " + std::to_string(kMaxRequestIdBytes) +
+                           " bytes (it has " + std::to_string(e.id->GetStringLength()) + ")",
+                       {}};
+      }
       id = RequestId(std::string(view(*e.id)));
     } else if (e.id->IsInt64()) {
       id = RequestId(e.id->GetInt64());

@@ -225,6 +225,18 @@ TEST_CASE("jsonrpc: valid JSON that is not a JSON-RPC 2.0 message is -32600") {
   }
 }
 
+TEST_CASE("jsonrpc: string ids are bounded, so they fit in storage keys") {
+  auto body = [](std::size_t n) {
+    return R"({"jsonrpc":"2.0","id":")" + std::string(n, 'x') + R"(","method":"m"})";
+  };
+  CHECK(single(body(dorm::mcp::kMaxRequestIdBytes)).id->string().size() ==
+        dorm::mcp::kMaxRequestIdBytes);
+  ParseFailure f = failure(body(dorm::mcp::kMaxRequestIdBytes + 1));
+  CHECK(f.code == dorm::mcp::kInvalidRequest);
+  CHECK(f.message.find("longer than 256 bytes (it has 257)") != std::string::npos);
+  CHECK_FALSE(f.id);
+}
+
 TEST_CASE("jsonrpc: an invalid request whose id was readable carries that id") {
   ParseFailure f = failure(R"({"jsonrpc":"1.0","id":"q","method":"m"})");
   REQUIRE(f.id);

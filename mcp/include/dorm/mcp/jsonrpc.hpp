@@ -43,6 +43,11 @@ inline constexpr int kRequestInterrupted = -32001;
 // into an unbounded number of dispatches.
 inline constexpr std::size_t kMaxBatchMessages = 100;
 
+// A string id longer than this is refused (-32600). Ids become part of storage keys (the
+// in-flight journal), which are limited to 2 KiB; clients use integers or UUIDs, so 256
+// bytes leaves ample room while keeping every key well inside the limit.
+inline constexpr std::size_t kMaxRequestIdBytes = 256;
+
 // The id of a request: a string or an integer (MCP forbids null and fractional ids).
 // Ordered and hashable so it can key maps; to_key() is its stable text form for storage
 // keys.
@@ -134,12 +139,11 @@ struct ParseFailure {
 //    the body is neither an object nor an array; a batch is empty, longer than
 //    kMaxBatchMessages, holds a non-object, or mixes requests or notifications with
 //    responses (2025-03-26 allows one or the other); `jsonrpc` is not "2.0"; a member
-//    of the envelope appears twice; `id` is not a string or an integer in int64 range,
-//    or is null on anything but an error response; `method` is not a string; `params`
-//    is not an object or an array, or sits on a response; a message has both `method`
-//    and `result`/`error`, or both `result` and `error`, or none of them; a response
-//    has no `id`; `error` is not an object with an integer `code` and a string
-//    `message`.
+//    of the envelope appears twice; `id` is not a string (of at most kMaxRequestIdBytes)
+//    or an integer in int64 range, or is null on anything but an error response; `method` is not a
+//    string; `params` is not an object or an array, or sits on a response; a message has both
+//    `method` and `result`/`error`, or both `result` and `error`, or none of them; a response has
+//    no `id`; `error` is not an object with an integer `code` and a string `message`.
 // Members the envelope does not define are ignored. A failure in one message of a batch
 // fails the whole body. Never throws for any input.
 std::variant<ParsedBody, ParseFailure> parse_body(std::string_view body);
