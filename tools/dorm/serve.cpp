@@ -1,7 +1,6 @@
 #include "serve.hpp"
 
 #include <signal.h>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -10,6 +9,9 @@
 #include <thread>
 
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/runtime/log.hpp"
+#include "dorm/runtime/otlp_file_tracer.hpp"
+#include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/open.hpp"
 
 namespace dorm::tools {
@@ -33,7 +35,7 @@ class StopSignal {
       int signal = 0;
       sigwait(&set_, &signal);
       if (exiting_.load()) return;
-      spdlog::info("received {}, stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+      log::info("signal_received", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"}});
       on_signal();
       std::lock_guard lock(mutex_);
       stopped_ = true;
@@ -75,8 +77,17 @@ class StopSignal {
 int serve(const ServeOptions& options) {
   auto listen = mcp::parse_listen_address(options.listen);
   if (!listen) {
-    spdlog::error("{}", listen.error().message);
+    log::error("bad_listen_address", {{"error", listen.error().message}});
     return 1;
+  }
+  std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
+  if (!options.trace_file.empty()) {
+    auto opened = trace::OtlpJsonFileTracer::open(options.trace_file);
+    if (!opened) {
+      log::error("trace_file_unusable", {{"error", opened.error().message}});
+      return 1;
+    }
+    tracer = std::move(opened).value();
   }
 
   StopSignal stop;  // before any thread starts, so every thread inherits the blocked mask
@@ -88,20 +99,30 @@ int serve(const ServeOptions& options) {
   http.io_threads = options.http_threads;
   auto server = mcp::HttpServer::start(http);
   if (!server) {
-    spdlog::error("{}", server.error().message);
+    log::error("bind_failed", {{"error", server.error().message}});
     return 1;
   }
   auto& srv = **server;
   // On a signal the listener closes first, so a successor can bind at once.
   stop.start([&srv] { srv.close_listener(); });
-  spdlog::info("bound {}", srv.local_address().to_string());
+  log::info("bound", {{"address", srv.local_address().to_string()}});
 
   auto store = storage::open_backend(options.storage);
   if (!store) {
-    spdlog::error("{}", store.error().message);
+    log::error("storage_open_failed", {{"error", store.error().message}});
     return 1;
   }
-  spdlog::info("storage open: {}", (*store)->describe());
+  log::info("storage_open", {{"storage", (*store)->describe()}});
+
+  RuntimeOptions runtime_options;
+  runtime_options.tracer = tracer.get();
+  auto runtime = Runtime::start(**store, runtime_options);
+  if (!runtime) {
+    log::error("runtime_start_failed", {{"error", runtime.error().describe()}});
+    return 1;
+  }
+  log::info("runtime_started", {{"generation", (*runtime)->generation()},
+                                {"start_kind", to_string((*runtime)->start_kind())}});
 
   if (!stop.stop_requested()) {
     srv.set_ready(true);
@@ -109,7 +130,8 @@ int serve(const ServeOptions& options) {
     std::fflush(stdout);
     stop.wait();
   }
-  spdlog::info("stopped");
+  (*runtime)->shutdown();
+  log::info("stopped");
   return 0;
 }
 
