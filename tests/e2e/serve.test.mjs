@@ -8,7 +8,7 @@ const get = (url, path) => fetch(new URL(path, url), { signal: AbortSignal.timeo
 test('serve on port 0: healthz and readyz answer 200 once the ready line is printed', async (t) => {
   const { proc, url, port } = await startServe(t);
   assert.ok(port > 0, `a real port was chosen: ${url}`);
-  assert.equal(url.pathname, '/');
+  assert.equal(url.pathname, '/mcp');
   assert.equal((await get(url, '/healthz')).status, 200);
   const ready = await get(url, '/readyz');
   assert.equal(ready.status, 200);

@@ -33,6 +33,19 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--listen", serve.listen, "Address to listen on, HOST:PORT (port 0 picks a free one)")
       ->capture_default_str();
   serve_cmd->add_option("--storage", serve.storage, "Storage URI")->capture_default_str();
+  serve_cmd->add_option("--auth-tokens", serve.auth_tokens,
+                        "JSON token file [{\"sha256\": hex, \"user\": ..., \"org\": ...}]; reloaded on SIGHUP")
+      ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--allowed-origins", serve.allowed_origins,
+                        "Origins allowed besides loopback ones (comma-separated scheme://host[:port])")
+      ->delimiter(',');
+  serve_cmd->add_option("--allowed-hosts", serve.allowed_hosts,
+                        "Host header values allowed besides loopback ones (comma-separated host[:port])")
+      ->delimiter(',');
+  double lock_wait_s = 10;
+  serve_cmd->add_option("--lock-wait", lock_wait_s, "Seconds to wait for another process's storage lock")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   serve_cmd->add_option("--trace-file", serve.trace_file,
                         "Append finished spans to this file as OTLP JSON lines");
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
@@ -76,7 +89,10 @@ int main(int argc, char** argv) {
   // Both were checked against the same lists by CLI11 above.
   dorm::log::configure(*dorm::log::parse_format(log_format), *dorm::log::parse_level(log_level));
 
-  if (serve_cmd->parsed()) return dorm::tools::serve(serve);
+  if (serve_cmd->parsed()) {
+    serve.lock_wait = std::chrono::milliseconds(static_cast<long>(lock_wait_s * 1000));
+    return dorm::tools::serve(serve);
+  }
 #ifdef DORM_WITH_BENCH
   try {
     if (bench_storage->parsed()) return dorm::bench::run_storage_bench(storage_bench);
