@@ -320,6 +320,19 @@ void ObjectHost::release_outbox() {
   auto out = std::move(outbox_);
   outbox_.clear();
   for (auto& o : out) {
+    if (o.effect && !o.delay) {
+      o.effect();
+      continue;
+    }
+    if (o.effect) {
+      // A timer: its effect comes back as a continuation, so it runs as a turn.
+      std::uint64_t id = next_continuation_++;
+      continuations_.emplace(id, [effect = std::move(o.effect)](caf::expected<caf::message>) {
+        effect();
+      });
+      delayed_send(this, *o.delay, ContinuationReply{id, caf::message{}});
+      continue;
+    }
     if (!o.then) {
       runtime_->deliver(o.to, std::move(o.msg), nullptr);
       continue;
@@ -503,13 +516,23 @@ Result<void> ObjectHost::index_del(std::string_view index, std::string_view key)
 }
 
 void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {
-  outbox_.push_back(Outgoing{to, std::move(msg), {}});
+  outbox_.push_back(Outgoing{to, std::move(msg), {}, {}, std::nullopt});
+  if (!in_turn()) release_outbox();
+}
+
+void ObjectHost::after_commit(std::function<void()> effect) {
+  outbox_.push_back(Outgoing{{}, {}, {}, std::move(effect), std::nullopt});
+  if (!in_turn()) release_outbox();
+}
+
+void ObjectHost::after(std::chrono::milliseconds delay, std::function<void()> then) {
+  outbox_.push_back(Outgoing{{}, {}, {}, std::move(then), delay});
   if (!in_turn()) release_outbox();
 }
 
 void ObjectHost::request_message(const ObjectHandle& to, caf::message msg,
                                  DurableObject::Continuation then) {
-  outbox_.push_back(Outgoing{to, std::move(msg), std::move(then)});
+  outbox_.push_back(Outgoing{to, std::move(msg), std::move(then), {}, std::nullopt});
   if (!in_turn()) release_outbox();
 }
 

@@ -49,6 +49,8 @@ class ObjectHost : public caf::event_based_actor {
   Lease keep_alive() { return Lease(activation_); }
   void request_message(const ObjectHandle& to, caf::message msg,
                        DurableObject::Continuation then);
+  void after_commit(std::function<void()> effect);
+  void after(std::chrono::milliseconds delay, std::function<void()> then);
 
   const ObjectId& id() const { return id_; }
   Epoch epoch() const { return epoch_; }
@@ -102,10 +104,14 @@ class ObjectHost : public caf::event_based_actor {
   TurnBatch batch_;
   bool in_turn_ = false;
   std::optional<Error> turn_error_;  // a limit broken in this turn: it must not commit
+  // What a turn releases once it commits: a message (with a continuation for a
+  // request), or an effect, or a timer (an effect with a delay, run as a turn).
   struct Outgoing {
     ObjectHandle to;
     caf::message msg;
     DurableObject::Continuation then;  // empty for a plain send
+    std::function<void()> effect;      // set: not a message
+    std::optional<std::chrono::milliseconds> delay;  // set: `effect` is a timer
   };
   std::vector<Outgoing> outbox_;
   std::uint64_t next_continuation_ = 1;
