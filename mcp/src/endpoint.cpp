@@ -99,16 +99,28 @@ void McpEndpoint::call_session(SessionCall call, const HttpRequest& request,
   auto id = runtime_.id_from_name(options_.session_namespace, call.session_id);
   auto handle = runtime_.get(id);
   if (!handle) return respond(json_error(500, kInternalError, handle.error().message));
+  auto responder = std::make_shared<Responder>(std::move(respond));
+  call.responder = responder;
+  // The session answers through the responder; the runtime's reply only matters when
+  // the runtime refused the message (full mailbox, stopping).
   runtime_.deliver(
       *handle, caf::make_message(std::move(call)),
-      [respond](caf::expected<caf::message> reply) {
-        if (!reply) return respond(runtime_failure(reply.error()));
-        if (!reply->match_elements<HttpResponse>()) {
-          return respond(json_error(500, kInternalError, "the session gave no HTTP answer"));
-        }
-        respond(reply->get_as<HttpResponse>(0));
+      [responder](caf::expected<caf::message> reply) {
+        if (!reply) responder->respond(runtime_failure(reply.error()));
       },
       trace);
+}
+
+Responder::~Responder() {
+  if (!answered_.exchange(true)) {
+    respond_(json_error(503, kTransportError,
+                        "the session stopped before answering; send the request again"));
+  }
+}
+
+void Responder::respond(HttpResponse response) {
+  if (answered_.exchange(true)) return;
+  respond_(std::move(response));
 }
 
 }  // namespace dorm::mcp

@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--lock-wait", lock_wait_s, "Seconds to wait for another process's storage lock")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  serve_cmd->add_option("--fixtures", serve.fixtures, "Fixture tool sets to offer (comma-separated): testing")
+      ->delimiter(',');
+  serve_cmd->add_option("--tools-page-size", serve.tools_page_size, "Tools per tools/list page")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000));
   serve_cmd->add_option("--trace-file", serve.trace_file,
                         "Append finished spans to this file as OTLP JSON lines");
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")

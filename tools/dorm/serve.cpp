@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/dns_rebinding.hpp"
@@ -165,6 +167,13 @@ int serve(const ServeOptions& options) {
     }
     endpoint_options.policy.allowed_hosts.push_back(host);
   }
+  mcp::ToolRegistry tools;
+  for (const auto& set : options.fixtures) {
+    if (auto ok = actors::register_fixtures(tools, set); !ok) {
+      log::error("bad_fixtures", {{"error", ok.error().message}});
+      return 1;
+    }
+  }
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
   if (!options.trace_file.empty()) {
     auto opened = trace::OtlpJsonFileTracer::open(options.trace_file);
@@ -212,6 +221,9 @@ int serve(const ServeOptions& options) {
   RuntimeOptions runtime_options;
   runtime_options.tracer = tracer.get();
   runtime_options.version_label = kVersion;
+  // Turns are synchronous (a tool may hold one): more workers than cores keeps one busy
+  // session from holding up the others.
+  runtime_options.workers = std::max(4u, std::thread::hardware_concurrency());
   auto started = Runtime::start(**store, runtime_options);
   if (!started) {
     log::error("runtime_start_failed", {{"error", started.error().describe()}});
@@ -220,6 +232,8 @@ int serve(const ServeOptions& options) {
   auto& runtime = **started;
   actors::McpSessionOptions session_options;
   session_options.server_version = kVersion;
+  session_options.tools = &tools;
+  session_options.page_size = options.tools_page_size;
   if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});
     return 1;

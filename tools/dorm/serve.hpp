@@ -20,6 +20,9 @@ struct ServeOptions {
   std::chrono::milliseconds lock_wait{10'000};
   // Where finished spans go, one OTLP JSON line each; empty = no tracing.
   std::string trace_file;
+  // Fixture tool sets to register (see dorm/actors/fixtures.hpp).
+  std::vector<std::string> fixtures;
+  std::size_t tools_page_size = 100;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status

@@ -16,6 +16,7 @@
 
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/session_meta.hpp"
+#include "dorm/mcp/tool_registry.hpp"
 #include "dorm/runtime/runtime.hpp"
 
 namespace dorm::actors {
@@ -23,6 +24,10 @@ namespace dorm::actors {
 struct McpSessionOptions {
   std::string server_name = "dorm";
   std::string server_version;
+  // The tools this server offers (null: none). Must outlive every session.
+  const mcp::ToolRegistry* tools = nullptr;
+  // tools/list page size.
+  std::size_t page_size = 100;
   // Until the idle policy (DESIGN §6) takes over eviction: sessions idle this long leave
   // memory (their storage stays).
   std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
@@ -30,21 +35,35 @@ struct McpSessionOptions {
 
 class McpSession : public DurableObject {
  public:
-  explicit McpSession(const McpSessionOptions& options) : options_(options) {}
+  explicit McpSession(const McpSessionOptions& options);
+  ~McpSession() override;
   void on_start(StartReason reason) override;
   caf::behavior behavior() override;
 
+  // One HTTP response being built, and the tool calls it waits for.
+  struct Exchange;
+  class CallContext;
+  class Storage;
+
  private:
-  mcp::HttpResponse handle(const mcp::SessionCall& call);
+  void handle(const mcp::SessionCall& call);
   mcp::HttpResponse initialize(const mcp::SessionCall& call);
-  mcp::HttpResponse post(const mcp::SessionCall& call);
+  void post(const mcp::SessionCall& call);
   mcp::HttpResponse remove();
-  // The answer to one request inside a POST (JSON text of a response message).
-  std::string answer(const mcp::Message& request);
+  // Answers one request of a POST on `exchange`: at once, or (tools/call) once its tool
+  // finishes.
+  void answer(const mcp::Message& request, const std::shared_ptr<Exchange>& exchange);
+  std::string list_tools(const mcp::Message& request);
+  std::string set_log_level(const mcp::Message& request);
+  void call_tool(const mcp::Message& request, const std::shared_ptr<Exchange>& exchange);
+  // Sends the exchange's response once it has everything (after this turn commits).
+  void complete(const std::shared_ptr<Exchange>& exchange);
   void store_meta();
+  void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
 
   const McpSessionOptions& options_;
   std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)
+  std::unique_ptr<Storage> tool_storage_;
 };
 
 // Registers the mcp-session namespace on `runtime`. `options` must outlive it.

@@ -3,14 +3,16 @@
 // The endpoint (endpoint.hpp) does everything that needs no session state on the HTTP
 // thread: header checks, authentication, body parsing. What needs the session — does it
 // exist, who owns it, which revision did it negotiate, what do its methods answer — is
-// one SessionCall message to the session's durable object, answered with the complete
-// HttpResponse. The object never touches a socket; the HTTP thread never waits on it.
+// one SessionCall message to the session's durable object, which answers through the
+// call's Responder once it has the complete HttpResponse. The object never touches a socket; the HTTP thread never waits on it.
 // Because the call is a plain message, a session can be driven without HTTP (virtual
 // time tests do exactly that).
 #pragma once
 
 #include <caf/allowed_unsafe_message_type.hpp>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,24 @@
 #include "dorm/mcp/jsonrpc.hpp"
 
 namespace dorm::mcp {
+
+// Answers one HTTP request exactly once. The session calls respond() when it has the
+// answer (after the turn that produced it committed); if the call is dropped unanswered
+// (the session was reset or stopped with it), the destructor answers 503 so no client
+// waits for an answer that will never come.
+class Responder {
+ public:
+  explicit Responder(Respond respond) : respond_(std::move(respond)) {}
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+  // The first call answers; later ones do nothing.
+  void respond(HttpResponse response);
+
+ private:
+  Respond respond_;
+  std::atomic<bool> answered_{false};
+};
 
 struct SessionCall {
   // Which HTTP request this is. `initialize` is a POST without a session id whose body is
@@ -33,9 +53,10 @@ struct SessionCall {
   // POST (and initialize): the parsed body.
   std::vector<Message> messages;
   bool batch = false;
+  // Where the answer goes. The session's handler replies nothing itself.
+  std::shared_ptr<Responder> responder;
 };
 
-// Headers every SSE response carries.
 inline constexpr const char* kEventStream = "text/event-stream";
 
 }  // namespace dorm::mcp
