@@ -208,6 +208,7 @@ void McpSession::answer_now(const SessionCall& call, HttpResponse response) {
 }
 
 void McpSession::handle(const SessionCall& call) {
+  session_id_ = call.session_id;
   if (call.kind == SessionCall::Kind::initialize) return answer_now(call, initialize(call));
   if (!meta_) return answer_now(call, rejected(mcp::Rejection::unknown_session()));
   if (!(call.caller == meta_->owner)) {
@@ -422,6 +423,9 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
         mcp::result_response(*request.id, mcp::ToolResult::error(valid.error().message).json));
   }
   ++exchange->outstanding;
+  log::debug("tool_call_started", {{"session", session_id_},
+                                   {"tool", name->value.GetString()},
+                                   {"request", request.id->to_json()}});
   auto context = std::make_shared<CallContext>(*this, exchange, *request.id, std::move(arguments),
                                                std::move(progress_token));
   const auto& handler = options_.tools->spec(*entry).handler;

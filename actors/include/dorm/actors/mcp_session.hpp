@@ -64,6 +64,7 @@ class McpSession : public DurableObject {
   const McpSessionOptions& options_;
   std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)
   std::unique_ptr<Storage> tool_storage_;
+  std::string session_id_;  // as the last call named it (for logs)
 };
 
 // Registers the mcp-session namespace on `runtime`. `options` must outlive it.
