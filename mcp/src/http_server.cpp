@@ -1,7 +1,8 @@
 // The only translation unit that includes Boost.Beast (see http_server.hpp).
 #include "dorm/mcp/http_server.hpp"
 
-#include <spdlog/spdlog.h>
+#include "dorm/runtime/log.hpp"
+
 
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
@@ -10,7 +11,9 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
 #include <chrono>
+#include <mutex>
 #include <future>
 #include <optional>
 #include <thread>
@@ -26,45 +29,72 @@ using tcp = net::ip::tcp;
 
 // What a request needs from the server; outlives every connection.
 struct ServerState {
+  HttpServer::Options options;
   std::atomic<bool> ready{false};
-  std::size_t max_body_bytes = 0;
-  std::chrono::seconds idle_timeout{60};
+  std::mutex mutex;  // guards the two below
+  Handler handler;
+  // Requests to the endpoint that arrived before the handler was set, in arrival order.
+  std::vector<std::pair<HttpRequest, Respond>> waiting;
 };
 
-http::response<http::string_body> plain_response(const http::request<http::string_body>& req,
+http::response<http::string_body> plain_response(unsigned version, bool keep_alive,
                                                  http::status status, std::string body) {
-  http::response<http::string_body> res{status, req.version()};
+  http::response<http::string_body> res{status, version};
   res.set(http::field::server, "dorm");
   res.set(http::field::content_type, "text/plain; charset=utf-8");
   res.set(http::field::cache_control, "no-store");
-  res.keep_alive(req.keep_alive());
+  res.keep_alive(keep_alive);
   res.body() = std::move(body);
   res.prepare_payload();
   return res;
 }
 
-http::response<http::string_body> route(const ServerState& state,
-                                        const http::request<http::string_body>& req) {
-  std::string_view target = req.target();
-  target = target.substr(0, target.find('?'));
-  bool probe = target == "/healthz" || target == "/readyz";
-  if (!probe) return plain_response(req, http::status::not_found, "not found\n");
+http::response<http::string_body> probe(const ServerState& state,
+                                        const http::request<http::string_body>& req,
+                                        std::string_view path) {
   if (req.method() != http::verb::get && req.method() != http::verb::head) {
-    auto res = plain_response(req, http::status::method_not_allowed, "method not allowed\n");
+    auto res = plain_response(req.version(), req.keep_alive(), http::status::method_not_allowed,
+                              "method not allowed\n");
     res.set(http::field::allow, "GET, HEAD");
     return res;
   }
-  if (target == "/healthz") return plain_response(req, http::status::ok, "ok\n");
-  if (state.ready.load(std::memory_order_acquire)) {
-    return plain_response(req, http::status::ok, "ready\n");
+  if (path == "/healthz") {
+    return plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n");
   }
-  return plain_response(req, http::status::service_unavailable, "starting\n");
+  if (state.ready.load(std::memory_order_acquire)) {
+    return plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n");
+  }
+  return plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
+                        "starting\n");
+}
+
+HttpRequest to_request(http::request<http::string_body>&& req) {
+  HttpRequest out;
+  out.method = std::string(req.method_string());
+  out.target = std::string(req.target());
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers.emplace_back(std::move(name), std::string(field.value()));
+  }
+  out.body = std::move(req.body());
+  return out;
+}
+
+http::response<http::string_body> to_beast(HttpResponse&& r, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, "dorm");
+  for (auto& [name, value] : r.headers) res.insert(name, value);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  return res;
 }
 
 // One accepted TCP connection: read a request, answer it, repeat while keep-alive.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, std::shared_ptr<const ServerState> state)
+  Connection(tcp::socket socket, std::shared_ptr<ServerState> state)
       : stream_(std::move(socket)), state_(std::move(state)) {}
 
   void start() {
@@ -72,40 +102,105 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
+  const HttpServer::Options& options() const { return state_->options; }
+
   void read() {
     parser_.emplace();
-    parser_->body_limit(state_->max_body_bytes);
-    stream_.expires_after(state_->idle_timeout);
+    parser_->body_limit(options().max_body_bytes);
+    parser_->header_limit(static_cast<std::uint32_t>(options().max_header_bytes));
+    if (buffer_.size() > 0) return read_header();
+    // Idle: wait for the first byte of the next request under the idle timeout.
+    stream_.expires_after(options().idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec) return self->close();
+                              self->buffer_.commit(n);
+                              self->read_header();
+                            });
+  }
+
+  void read_header() {
+    stream_.expires_after(options().header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (self->failed(ec)) return;
+                              self->read_body();
+                            });
+  }
+
+  void read_body() {
+    stream_.expires_after(options().header_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_read(ec);
+                       if (self->failed(ec)) return;
+                       self->dispatch_request();
                      });
   }
 
-  void on_read(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == net::error::operation_aborted || ec == net::error::connection_reset) {
-      return close();
-    }
+  // Handles a read error: closes, or answers and closes. True if there was one.
+  bool failed(beast::error_code ec) {
+    if (!ec) return false;
     if (ec == http::error::body_limit) {
-      return reply_error(http::status::payload_too_large, "request body too large\n");
+      reply_error(http::status::payload_too_large,
+                  "request body over the limit of " + std::to_string(options().max_body_bytes) +
+                      " bytes\n");
+    } else if (ec == http::error::header_limit) {
+      reply_error(http::status::request_header_fields_too_large,
+                  "request header over the limit of " +
+                      std::to_string(options().max_header_bytes) + " bytes\n");
+    } else if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+               ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+               ec == net::error::eof) {
+      close();
+    } else {
+      reply_error(http::status::bad_request, "malformed HTTP request\n");
     }
-    if (ec) return reply_error(http::status::bad_request, "malformed HTTP request\n");
-    request_ = parser_->release();
-    write(route(*state_, request_));
+    return true;
+  }
+
+  void dispatch_request() {
+    auto req = parser_->release();
+    std::string_view target = req.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/healthz" || path == "/readyz") return write(probe(*state_, req, path));
+    if (path != options().endpoint_path) {
+      return write(plain_response(req.version(), req.keep_alive(), http::status::not_found,
+                                  "not found\n"));
+    }
+    unsigned version = req.version();
+    bool keep_alive = req.keep_alive();
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    Respond respond = [self = shared_from_this(), once, version,
+                       keep_alive](HttpResponse response) {
+      if (once->exchange(true)) return;
+      net::post(self->stream_.get_executor(),
+                [self, version, keep_alive, response = std::move(response)]() mutable {
+                  self->write(to_beast(std::move(response), version, keep_alive));
+                });
+    };
+    HttpRequest request = to_request(std::move(req));
+    Handler handler;
+    {
+      std::lock_guard lock(state_->mutex);
+      if (!state_->handler) {
+        // Bound but not ready: the request waits for the handler (see set_handler).
+        state_->waiting.emplace_back(std::move(request), std::move(respond));
+        return;
+      }
+      handler = state_->handler;
+    }
+    handler(std::move(request), std::move(respond));
   }
 
   // The request could not be read completely: answer and close the connection.
   void reply_error(http::status status, std::string body) {
-    http::request<http::string_body> req;
-    req.version(11);
-    req.keep_alive(false);
-    write(plain_response(req, status, std::move(body)));
+    write(plain_response(11, false, status, std::move(body)));
   }
 
   void write(http::response<http::string_body> res) {
     response_ = std::move(res);
     bool keep_alive = response_.keep_alive();
+    stream_.expires_after(options().idle_timeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
                         if (ec || !keep_alive) return self->close();
@@ -122,9 +217,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::request<http::string_body> request_;
   http::response<http::string_body> response_;
-  std::shared_ptr<const ServerState> state_;
+  std::shared_ptr<ServerState> state_;
 };
 
 }  // namespace
@@ -142,7 +236,7 @@ struct HttpServer::Impl {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (ec) {
         // Typically EMFILE under fd exhaustion: log and keep accepting.
-        spdlog::warn("accept failed: {}", ec.message());
+        log::warn("accept_failed", {{"error", ec.message()}});
       } else {
         std::make_shared<Connection>(std::move(socket), state)->start();
       }
@@ -155,8 +249,7 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options) {
   auto impl = std::make_unique<Impl>();
-  impl->state->max_body_bytes = options.max_body_bytes;
-  impl->state->idle_timeout = std::chrono::seconds(options.idle_timeout_seconds);
+  impl->state->options = options;
 
   beast::error_code ec;
   tcp::resolver resolver{impl->ioc};
@@ -203,6 +296,17 @@ HttpServer::~HttpServer() {
 
 ListenAddress HttpServer::local_address() const { return impl_->local; }
 
+void HttpServer::set_handler(Handler handler) {
+  std::vector<std::pair<HttpRequest, Respond>> waiting;
+  {
+    std::lock_guard lock(impl_->state->mutex);
+    impl_->state->handler = handler;
+    waiting = std::move(impl_->state->waiting);
+    impl_->state->waiting.clear();
+  }
+  for (auto& [request, respond] : waiting) handler(std::move(request), std::move(respond));
+}
+
 void HttpServer::set_ready(bool ready) {
   impl_->state->ready.store(ready, std::memory_order_release);
 }
@@ -220,6 +324,17 @@ void HttpServer::close_listener() {
     done.set_value();
   });
   closed.wait();
+}
+
+}  // namespace dorm::mcp
+
+namespace dorm::mcp {
+
+std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (key == name) return std::string_view(value);
+  }
+  return std::nullopt;
 }
 
 }  // namespace dorm::mcp

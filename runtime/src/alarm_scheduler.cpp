@@ -1,9 +1,9 @@
 #include "alarm_scheduler.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <limits>
+
+#include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
 namespace {
@@ -69,14 +69,14 @@ void AlarmScheduler::tick() {
   while (!done) {
     auto page = runtime_->scan_index(keys::kAlarmIndex, cursor_, kPage);
     if (!page) {
-      spdlog::error("alarm_index_unreadable error={}", page.error().describe());
+      log::error("alarm_index_unreadable", {{"error", page.error().describe()}});
       consider(now + 1000);  // try again in a second
       break;
     }
     for (auto& kv : *page) {
       auto key = decode_index_key(kv.key);
       if (!key) {
-        spdlog::error("alarm_index_entry_malformed");
+        log::error("alarm_index_entry_malformed");
         cursor_ = kv.key + '\0';
         continue;
       }
@@ -127,7 +127,7 @@ void AlarmScheduler::done(const AlarmDone& result) {
     if (d.exhausted) {
       // The exhausted hook's own turn failed: the alarm stays stored and is delivered
       // again after the next start.
-      spdlog::error("alarm_exhausted_hook_failed ns={} alarm='{}'", d.key.ns, d.key.name);
+      log::error("alarm_exhausted_hook_failed", {{"ns", d.key.ns}, {"alarm", d.key.name}});
     } else if (d.attempt >= kMaxAlarmAttempts) {
       d.exhausted = true;
       deliver(result.index_key, std::move(d));

@@ -119,4 +119,12 @@ void DurableObject::request_message(const ObjectHandle& to, caf::message msg, Co
   host_->request_message(to, std::move(msg), std::move(then));
 }
 
+void DurableObject::after_commit(std::function<void()> effect) {
+  host_->after_commit(std::move(effect));
+}
+
+void DurableObject::after(std::chrono::milliseconds delay, std::function<void()> then) {
+  host_->after(delay, std::move(then));
+}
+
 }  // namespace dorm

@@ -1,10 +1,10 @@
 #include "object_host.hpp"
 
-#include <spdlog/spdlog.h>
 
 #include <utility>
 
 #include "dorm/runtime/keys.hpp"
+#include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
 namespace {
@@ -24,7 +24,8 @@ Error outside_turn() {
 ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
-                       std::chrono::milliseconds idle_timeout)
+                       std::chrono::milliseconds idle_timeout,
+                       std::optional<trace::TraceContext> cause)
     : caf::event_based_actor(cfg),
       runtime_(runtime),
       impl_(impl),
@@ -36,7 +37,8 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* 
       start_reason_(reason),
       epoch_(epoch),
       batch_(impl->backend),
-      idle_timeout_(idle_timeout) {
+      idle_timeout_(idle_timeout),
+      trace_(std::move(cause)) {
   object_->host_ = this;
 }
 
@@ -76,10 +78,18 @@ void ObjectHost::on_exit() {
 caf::behavior ObjectHost::make_behavior() {
   // on_start completes before any message is handled: messages sent meanwhile wait in the
   // mailbox, in send order.
-  if (auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); })) {
+  auto span = start_span(trace::kActivationSpan, trace_);
+  span.set_attribute(trace::attr::kStartReason, std::string(to_string(start_reason_)));
+  auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); });
+  if (span.recording()) trace_ = span.context();
+  if (failure) {
+    span.record_exception("dorm.StartFailed", describe(failure));
+    span.end();
     reset(failure);
     return {};
   }
+  span.set_status(trace::SpanStatus::ok);
+  span.end();
   handlers_ = object_->behavior();
   phase_ = Phase::running;
   touch();
@@ -126,8 +136,10 @@ void ObjectHost::handle(Envelope& env) {
   touch();
   auto took = std::chrono::steady_clock::now() - started;
   if (took > impl_->options.slow_turn) {
-    spdlog::warn("slow_turn ns={} id={} ms={}", id_.ns(), id_.to_string(),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+    log::warn("slow_turn",
+              {{"ns", id_.ns()},
+               {"id", id_.to_string()},
+               {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(took).count()}});
   }
 }
 
@@ -146,13 +158,24 @@ void ObjectHost::resume(ContinuationReply& reply) {
 }
 
 void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
+  std::vector<trace::SpanLink> links;
+  if (trace_) links.push_back({*trace_, {}});
+  auto span = start_span(trace::kAlarmSpan, env.trace, std::move(links));
+  auto now = impl_->clock->now_ms();
+  span.set_attribute(trace::attr::kAlarmName, invocation.name);
+  span.set_attribute(trace::attr::kAlarmAttempt, std::int64_t{invocation.attempt});
+  span.set_attribute(trace::attr::kAlarmScheduledMs, invocation.scheduled_ms);
+  span.set_attribute(trace::attr::kAlarmLatenessMs, now - invocation.scheduled_ms);
+  span.set_attribute(trace::attr::kAlarmExhausted, invocation.exhausted);
   auto failure = run_turn(invocation.exhausted ? "on_alarm_exhausted" : "on_alarm", [&] {
     auto record = read_alarm(invocation.name);
     if (!record) throw std::runtime_error(record.error().describe());
     // Set again or deleted since the scheduler read the index: that delivery is stale.
-    if (!*record || (*record)->version != invocation.version) return;
-    AlarmInfo info{invocation.name, invocation.attempt, invocation.scheduled_ms,
-                   impl_->clock->now_ms()};
+    if (!*record || (*record)->version != invocation.version) {
+      span.set_attribute("dorm.alarm.stale", true);
+      return;
+    }
+    AlarmInfo info{invocation.name, invocation.attempt, invocation.scheduled_ms, now};
     if (invocation.exhausted) {
       object_->on_alarm_exhausted(info);
     } else {
@@ -165,10 +188,14 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   });
   if (activation_) activation_->accepted.fetch_sub(1);
   if (failure) {
+    span.record_exception("dorm.AlarmFailed", describe(failure));
+    span.end();
     if (env.reply) env.reply->deliver(failure);
     reset(failure);
     return;
   }
+  span.set_status(trace::SpanStatus::ok);
+  span.end();
   if (env.reply) env.reply->deliver(caf::message{});
   touch();
 }
@@ -252,8 +279,8 @@ void ObjectHost::stop(StopReason reason) {
   phase_ = Phase::stopping;
   caf::error failure = run_turn("on_stop", [&] { object_->on_stop(reason); });
   if (failure) {
-    spdlog::warn("on_stop_failed ns={} id={} error={}", id_.ns(), id_.to_string(),
-                 describe(failure));
+    log::warn("on_stop_failed",
+              {{"ns", id_.ns()}, {"id", id_.to_string()}, {"error", describe(failure)}});
   }
   impl_->end(id_, activation_.get(), StartReason::wake);
   quit();
@@ -293,6 +320,19 @@ void ObjectHost::release_outbox() {
   auto out = std::move(outbox_);
   outbox_.clear();
   for (auto& o : out) {
+    if (o.effect && !o.delay) {
+      o.effect();
+      continue;
+    }
+    if (o.effect) {
+      // A timer: its effect comes back as a continuation, so it runs as a turn.
+      std::uint64_t id = next_continuation_++;
+      continuations_.emplace(id, [effect = std::move(o.effect)](caf::expected<caf::message>) {
+        effect();
+      });
+      delayed_send(this, *o.delay, ContinuationReply{id, caf::message{}});
+      continue;
+    }
     if (!o.then) {
       runtime_->deliver(o.to, std::move(o.msg), nullptr);
       continue;
@@ -311,12 +351,32 @@ void ObjectHost::release_outbox() {
 
 void ObjectHost::reset(const caf::error& why) {
   resetting_ = true;
-  spdlog::warn("object_reset ns={} id={} reason={}", id_.ns(), id_.to_string(),
-               describe(why));
+  auto reason = describe(why);
+  log::warn("object_reset", {{"ns", id_.ns()}, {"id", id_.to_string()}, {"reason", reason}});
+  auto span = start_span(trace::kResetSpan, trace_);
+  span.set_attribute(trace::attr::kResetReason, reason);
+  span.record_exception("dorm.ObjectReset", reason);
+  span.end();
   // New messages go to a fresh activation from now on; the ones still in this mailbox are
   // dropped with it, and their reply sinks answer object_reset.
   impl_->end(id_, activation_.get(), StartReason::after_reset);
   quit(why);
+}
+
+trace::Span ObjectHost::start_span(const char* name, std::optional<trace::TraceContext> parent,
+                                   std::vector<trace::SpanLink> links) {
+  auto* tracer = impl_->options.tracer;
+  if (!tracer) return {};
+  trace::SpanOptions options;
+  options.parent = std::move(parent);
+  options.links = std::move(links);
+  options.attributes = {
+      {trace::attr::kNamespace, id_.ns()},
+      {trace::attr::kObjectId, id_.to_string()},
+      {trace::attr::kEpochGeneration, static_cast<std::int64_t>(epoch_.generation)},
+      {trace::attr::kEpochActivation, static_cast<std::int64_t>(epoch_.activation)},
+  };
+  return tracer->start_span(name, std::move(options));
 }
 
 Result<void> ObjectHost::fail_turn(Error error) {
@@ -456,13 +516,23 @@ Result<void> ObjectHost::index_del(std::string_view index, std::string_view key)
 }
 
 void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {
-  outbox_.push_back(Outgoing{to, std::move(msg), {}});
+  outbox_.push_back(Outgoing{to, std::move(msg), {}, {}, std::nullopt});
+  if (!in_turn()) release_outbox();
+}
+
+void ObjectHost::after_commit(std::function<void()> effect) {
+  outbox_.push_back(Outgoing{{}, {}, {}, std::move(effect), std::nullopt});
+  if (!in_turn()) release_outbox();
+}
+
+void ObjectHost::after(std::chrono::milliseconds delay, std::function<void()> then) {
+  outbox_.push_back(Outgoing{{}, {}, {}, std::move(then), delay});
   if (!in_turn()) release_outbox();
 }
 
 void ObjectHost::request_message(const ObjectHandle& to, caf::message msg,
                                  DurableObject::Continuation then) {
-  outbox_.push_back(Outgoing{to, std::move(msg), std::move(then)});
+  outbox_.push_back(Outgoing{to, std::move(msg), std::move(then), {}, std::nullopt});
   if (!in_turn()) release_outbox();
 }
 

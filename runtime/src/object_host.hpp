@@ -22,7 +22,8 @@ class ObjectHost : public caf::event_based_actor {
  public:
   ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
              std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
-             StartReason reason, Epoch epoch, std::chrono::milliseconds idle_timeout);
+             StartReason reason, Epoch epoch, std::chrono::milliseconds idle_timeout,
+             std::optional<trace::TraceContext> cause);
   ~ObjectHost() override;
 
   caf::behavior make_behavior() override;
@@ -48,6 +49,8 @@ class ObjectHost : public caf::event_based_actor {
   Lease keep_alive() { return Lease(activation_); }
   void request_message(const ObjectHandle& to, caf::message msg,
                        DurableObject::Continuation then);
+  void after_commit(std::function<void()> effect);
+  void after(std::chrono::milliseconds delay, std::function<void()> then);
 
   const ObjectId& id() const { return id_; }
   Epoch epoch() const { return epoch_; }
@@ -76,6 +79,10 @@ class ObjectHost : public caf::event_based_actor {
   Result<void> commit_batch();
   void release_outbox();
   void reset(const caf::error& why);
+  // A span about this activation (namespace, id and epoch set) if the runtime traces;
+  // otherwise one that records nothing.
+  trace::Span start_span(const char* name, std::optional<trace::TraceContext> parent,
+                         std::vector<trace::SpanLink> links = {});
   Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
   Result<void> fail_turn(Error error);
   std::string full_key(std::string_view key) const { return prefix_ + std::string(key); }
@@ -97,10 +104,14 @@ class ObjectHost : public caf::event_based_actor {
   TurnBatch batch_;
   bool in_turn_ = false;
   std::optional<Error> turn_error_;  // a limit broken in this turn: it must not commit
+  // What a turn releases once it commits: a message (with a continuation for a
+  // request), or an effect, or a timer (an effect with a delay, run as a turn).
   struct Outgoing {
     ObjectHandle to;
     caf::message msg;
     DurableObject::Continuation then;  // empty for a plain send
+    std::function<void()> effect;      // set: not a message
+    std::optional<std::chrono::milliseconds> delay;  // set: `effect` is a timer
   };
   std::vector<Outgoing> outbox_;
   std::uint64_t next_continuation_ = 1;
@@ -110,6 +121,9 @@ class ObjectHost : public caf::event_based_actor {
   std::int64_t last_activity_ms_ = 0;
   bool idle_check_pending_ = false;
   std::optional<std::string> earliest_alarm_set_;  // in this turn: tell the scheduler
+  // Until on_start ran: the trace context of the message that caused this activation.
+  // Afterwards: the activation span's (the parent of a reset, a link from alarms).
+  std::optional<trace::TraceContext> trace_;
 };
 
 }  // namespace dorm::detail

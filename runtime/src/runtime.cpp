@@ -1,7 +1,6 @@
 #include "dorm/runtime/runtime.hpp"
 
 #include <openssl/rand.h>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <caf/all.hpp>
@@ -11,6 +10,7 @@
 #include <iterator>
 
 #include "dorm/runtime/keys.hpp"
+#include "dorm/runtime/log.hpp"
 #include "alarm_scheduler.hpp"
 #include "object_host.hpp"
 
@@ -109,8 +109,8 @@ caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
   return dynamic_cast<caf::scheduler::test_coordinator*>(&system->scheduler());
 }
 
-std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(const ObjectId& id,
-                                                                caf::error& failure) {
+std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(
+    const ObjectId& id, caf::error& failure, const std::optional<trace::TraceContext>& cause) {
   auto ns = namespaces.find(id.ns());
   if (ns == namespaces.end()) {
     failure = make_error(RuntimeErrc::unknown_namespace, "no namespace '" + id.ns() + "'");
@@ -133,7 +133,7 @@ std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(const ObjectId& 
   // Spawned under the lock: a second sender for the same id finds this activation, never
   // a second one. Its messages queue until on_start has run.
   act->actor = system->spawn<detail::ObjectHost>(self, this, id, act, std::move(object), reason,
-                                                 epoch, ns->second.options.idle_timeout);
+                                                 epoch, ns->second.options.idle_timeout, cause);
   lru.push_front(id);
   act->lru = lru.begin();
   live.emplace(id, act);
@@ -163,8 +163,8 @@ std::vector<caf::actor> Runtime::Impl::pick_victims_locked() {
     victims.push_back(act->actor);
   }
   if (victims.size() < excess) {
-    spdlog::warn("budget_exceeded resident={} budget={} evictable={}", resident, budget,
-                 victims.size());
+    log::warn("budget_exceeded",
+              {{"resident", resident}, {"budget", budget}, {"evictable", victims.size()}});
   }
   return victims;
 }
@@ -181,7 +181,7 @@ Runtime::Impl::Admission Runtime::Impl::admit(const ObjectId& id, detail::Envelo
   if (auto it = live.find(id); it != live.end()) {
     act = it->second;
   } else {
-    act = spawn_locked(id, out.refused);
+    act = spawn_locked(id, out.refused, env.trace);
     if (!act) return out;
     fresh = true;
   }
@@ -238,7 +238,7 @@ void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason
     }
     if (!parked.empty() && !stopping) {
       caf::error failure;
-      auto fresh = spawn_locked(id, failure);
+      auto fresh = spawn_locked(id, failure, parked.front().trace);
       if (fresh) {
         fresh->accepted.fetch_add(parked.size());
         successor = fresh->actor;
@@ -321,7 +321,7 @@ void Runtime::shutdown() {
   storage::WriteBatch marker;
   marker.put(kCleanShutdownKey, std::to_string(impl_->generation));
   if (auto ok = impl_->backend.commit(marker); !ok) {
-    spdlog::error("clean_shutdown_marker_failed error={}", ok.error().describe());
+    log::error("clean_shutdown_marker_failed", {{"error", ok.error().describe()}});
   }
 }
 
@@ -385,11 +385,14 @@ Result<ObjectHandle> Runtime::get(const ObjectId& id) const {
   return ObjectHandle{id};
 }
 
-void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply) {
+void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply,
+                      std::optional<trace::TraceContext> trace) {
   if (impl_->options.route && impl_->options.route(to, msg, on_reply)) return;
-  detail::Envelope env{std::move(msg), on_reply ? std::make_shared<detail::ReplySink>(
-                                                     std::move(on_reply), impl_->drop_reason)
-                                               : nullptr};
+  detail::Envelope env{std::move(msg),
+                       on_reply ? std::make_shared<detail::ReplySink>(std::move(on_reply),
+                                                                      impl_->drop_reason)
+                                : nullptr,
+                       std::move(trace)};
   auto admission = impl_->admit(to.id, env);
   if (admission.target) {
     caf::anon_send(admission.target, std::move(env));
@@ -397,8 +400,9 @@ void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_
     if (env.reply) {
       env.reply->deliver(std::move(admission.refused));
     } else {
-      spdlog::warn("message_dropped ns={} id={} reason={}", to.id.ns(), to.id.to_string(),
-                   describe(admission.refused));
+      log::warn("message_dropped", {{"ns", to.id.ns()},
+                                    {"id", to.id.to_string()},
+                                    {"reason", describe(admission.refused)}});
     }
   }
   for (auto& v : admission.victims) caf::anon_send(v, detail::StopRequest{StopReason::budget});

@@ -45,6 +45,7 @@ class ReplySink {
 struct Envelope {
   caf::message payload;
   std::shared_ptr<ReplySink> reply;  // null for a plain send
+  std::optional<trace::TraceContext> trace;  // the sender's span, if it traces
 };
 
 // A reply to a request an object sent, coming back to run its continuation.
@@ -166,8 +167,10 @@ struct Runtime::Impl {
   // Admits `env` for `id`: to its live activation (activating it if needed), or parked
   // for the next one if the live one is stopping, or refused.
   Admission admit(const ObjectId& id, detail::Envelope& env);
-  // Spawns an activation of `id`; the directory lock must be held.
-  std::shared_ptr<detail::Activation> spawn_locked(const ObjectId& id, caf::error& failure);
+  // Spawns an activation of `id`; the directory lock must be held. `cause` is the trace
+  // context of the message that activates it (the activation span's parent).
+  std::shared_ptr<detail::Activation> spawn_locked(const ObjectId& id, caf::error& failure,
+                                                   const std::optional<trace::TraceContext>& cause);
   // Budget victims, least recently used first, marked stopping; lock held.
   std::vector<caf::actor> pick_victims_locked();
   // Marks `act` stopping if it is idle (nothing accepted, no lease). Lock taken inside.

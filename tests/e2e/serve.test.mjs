@@ -8,7 +8,7 @@ const get = (url, path) => fetch(new URL(path, url), { signal: AbortSignal.timeo
 test('serve on port 0: healthz and readyz answer 200 once the ready line is printed', async (t) => {
   const { proc, url, port } = await startServe(t);
   assert.ok(port > 0, `a real port was chosen: ${url}`);
-  assert.equal(url.pathname, '/');
+  assert.equal(url.pathname, '/mcp');
   assert.equal((await get(url, '/healthz')).status, 200);
   const ready = await get(url, '/readyz');
   assert.equal(ready.status, 200);
@@ -73,4 +73,39 @@ test('--version and --help', async (t) => {
   assert.equal((await help.waitForExit()).code, 0);
   const text = help.stdoutLines.join('\n');
   for (const flag of ['--listen', '--storage', '--http-threads']) assert.ok(text.includes(flag), flag);
+});
+
+test('--log-format json: every stderr line is one JSON object with time, level and event', async (t) => {
+  const { proc } = await startServe(t, { extraArgs: ['--log-format', 'json', '--log-level', 'debug'] });
+  proc.kill('SIGTERM');
+  assert.equal((await proc.waitForExit()).code, 0);
+  const lines = proc.stderr.split('\n').filter((l) => l.length > 0);
+  const events = lines.map((l) => JSON.parse(l));
+  for (const e of events) {
+    assert.match(e.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.ok(['trace', 'debug', 'info', 'warning', 'error', 'critical'].includes(e.level), e.level);
+    assert.equal(typeof e.event, 'string');
+  }
+  const names = events.map((e) => e.event);
+  for (const name of ['bound', 'storage_open', 'runtime_started', 'signal_received', 'stopped']) {
+    assert.ok(names.includes(name), `${name} in ${names}`);
+  }
+  assert.equal(events.find((e) => e.event === 'runtime_started').generation, 1);
+});
+
+test('--log-level warn hides info lines; a bad --log-format is refused', async (t) => {
+  const { proc } = await startServe(t, { extraArgs: ['--log-level', 'warn'] });
+  proc.kill('SIGTERM');
+  assert.equal((await proc.waitForExit()).code, 0);
+  assert.doesNotMatch(proc.stderr, /runtime_started/);
+
+  const bad = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--log-format', 'xml']);
+  assert.notEqual((await bad.waitForExit()).code, 0);
+  assert.match(bad.stderr, /--log-format: xml not in \{json,text\}/);
+});
+
+test('--trace-file in a directory that does not exist is a clear start-up error', async (t) => {
+  const bad = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--storage', 'memory:', '--trace-file', '/nonexistent-dir/spans.jsonl']);
+  assert.equal((await bad.waitForExit()).code, 1);
+  assert.match(bad.stderr, /cannot open trace file '\/nonexistent-dir\/spans\.jsonl': No such file or directory/);
 });

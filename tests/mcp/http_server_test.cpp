@@ -7,18 +7,25 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <future>
 #include <string>
+#include <thread>
 
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using dorm::mcp::HttpRequest;
+using dorm::mcp::HttpResponse;
 using dorm::mcp::HttpServer;
+using dorm::mcp::Respond;
 
 namespace {
 
-std::unique_ptr<HttpServer> start_on_free_port() {
-  HttpServer::Options options;
+std::unique_ptr<HttpServer> start_on_free_port(HttpServer::Options options = {}) {
   options.listen = {"127.0.0.1", 0};
   options.io_threads = 1;
   options.max_body_bytes = 1024;
@@ -45,6 +52,23 @@ class Client {
   }
 
   void send_raw(const std::string& bytes) { net::write(socket_, net::buffer(bytes)); }
+
+  // Sends a request without waiting for the response.
+  void send_only(http::request<http::string_body> req) {
+    req.prepare_payload();
+    http::write(socket_, req);
+  }
+
+  // True once the server has closed the connection (a read sees end of stream). The
+  // socket's receive timeout bounds the wait.
+  bool closed_by_server(std::chrono::seconds bound) {
+    timeval tv{static_cast<time_t>(bound.count()), 0};
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char byte;
+    boost::system::error_code ec;
+    socket_.read_some(net::buffer(&byte, 1), ec);
+    return ec == net::error::eof || ec == net::error::connection_reset;
+  }
 
   http::response<http::string_body> read() {
     http::response<http::string_body> res;
@@ -127,4 +151,68 @@ TEST_CASE("http server: an unresolvable host is a clear error") {
   REQUIRE_FALSE(server.ok());
   CHECK(server.error().code == dorm::ErrorCode::invalid_argument);
   CHECK(server.error().message.find("no-such-host.invalid") != std::string::npos);
+}
+
+TEST_CASE("http server: endpoint requests wait for the handler, which may answer from any thread") {
+  auto server = start_on_free_port();
+  std::uint16_t port = server->local_address().port;
+  Client early(port);
+  http::request<http::string_body> req{http::verb::post, "/mcp?x=1", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set("X-Custom-Header", "Value");
+  req.body() = "hello";
+  early.send_only(req);
+  // The request is read and parked; only the probes answer meanwhile.
+  Client probe(port);
+  CHECK(probe.send(http::verb::get, "/healthz").result() == http::status::ok);
+
+  std::promise<HttpRequest> seen;
+  std::vector<std::thread> answerers;
+  server->set_handler([&](HttpRequest request, Respond respond) {
+    bool first = request.body == "hello";
+    if (first) seen.set_value(request);
+    // Answer later, from a thread of our own: the I/O thread is not held.
+    answerers.emplace_back([respond, first] {
+      respond(HttpResponse{first ? 201 : 202, {{"Content-Type", "text/plain"}, {"X-Answer", "1"}},
+                           first ? "made" : ""});
+      respond(HttpResponse{500, {}, "ignored: a second answer"});
+    });
+  });
+  auto res = early.read();
+  CHECK(res.result() == http::status::created);
+  CHECK(res.body() == "made");
+  CHECK(res["X-Answer"] == "1");
+  auto got = seen.get_future().get();
+  CHECK(got.method == "POST");
+  CHECK(got.target == "/mcp?x=1");
+  REQUIRE(got.header("x-custom-header"));
+  CHECK(*got.header("x-custom-header") == "Value");
+  CHECK_FALSE(got.header("X-Custom-Header"));  // names are lower-cased
+
+  // Same connection, next request: answered directly now that the handler is set.
+  CHECK(early.send(http::verb::get, "/mcp").result() == http::status::accepted);
+  for (auto& t : answerers) t.join();
+}
+
+TEST_CASE("http server: header limit 431, a header trickled past its timeout and an idle connection are closed") {
+  HttpServer::Options options;
+  options.max_header_bytes = 1024;
+  options.header_timeout = std::chrono::milliseconds(300);
+  options.idle_timeout = std::chrono::milliseconds(300);
+  auto server = start_on_free_port(options);
+  std::uint16_t port = server->local_address().port;
+
+  Client big(port);
+  http::request<http::string_body> req{http::verb::get, "/healthz", 11};
+  req.set("X-Filler", std::string(2000, 'a'));
+  big.send_only(req);
+  CHECK(big.read().result() == http::status::request_header_fields_too_large);
+
+  Client slow(port);
+  slow.send_raw("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finishes
+  CHECK(slow.closed_by_server(std::chrono::seconds(20)));
+
+  Client idle(port);
+  CHECK(idle.send(http::verb::get, "/healthz").result() == http::status::ok);
+  CHECK(idle.closed_by_server(std::chrono::seconds(20)));
 }

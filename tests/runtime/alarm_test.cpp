@@ -259,6 +259,44 @@ TEST_CASE("alarms: an alarm that fails twice then succeeds is delivered three ti
   CHECK(f.world.firings[2].attempt == 3);
   CHECK(f.alarm_index_size() == 0);
   f.expected_active = 1;
+
+  // Telemetry: three alarm spans (two failed), a reset after each failure, and an
+  // activation for each instance, the later two after a reset.
+  using namespace dorm::trace;
+  auto alarms = f.tracer.spans_named(kAlarmSpan);
+  auto resets = f.tracer.spans_named(kResetSpan);
+  auto activations = f.tracer.spans_named(kActivationSpan);
+  REQUIRE(alarms.size() == 3);
+  REQUIRE(resets.size() == 2);
+  REQUIRE(activations.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& span = alarms[i];
+    CAPTURE(i);
+    CHECK(std::get<std::string>(*span.attribute(attr::kAlarmName)) == "g");
+    CHECK(std::get<std::int64_t>(*span.attribute(attr::kAlarmAttempt)) == static_cast<std::int64_t>(i + 1));
+    CHECK(std::get<std::int64_t>(*span.attribute(attr::kAlarmScheduledMs)) == t0 + 1000);
+    CHECK(std::get<std::int64_t>(*span.attribute(attr::kAlarmLatenessMs)) ==
+          f.world.firings[i].actual - (t0 + 1000));
+    CHECK(span.status == (i < 2 ? SpanStatus::error : SpanStatus::ok));
+    CHECK((span.event("exception") != nullptr) == (i < 2));
+    // Each delivery links to the activation that ran it.
+    REQUIRE(span.links.size() == 1);
+    CHECK(span.links[0].context == activations[i].context);
+  }
+  CHECK(std::get<std::string>(*activations[0].attribute(attr::kStartReason)) == "first");
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(resets[i].status == SpanStatus::error);
+    REQUIRE(resets[i].event("exception") != nullptr);
+    CHECK(std::get<std::string>(resets[i].event("exception")->attributes[0].value) == "dorm.ObjectReset");
+    CHECK(std::get<std::string>(*resets[i].attribute(attr::kResetReason)).find("fails on purpose") !=
+          std::string::npos);
+    // A reset is a child of the activation it ended; the next activation says why it started.
+    CHECK(resets[i].context.trace_id == activations[i].context.trace_id);
+    CHECK(resets[i].parent_span_id == activations[i].context.span_id);
+    CHECK(std::get<std::string>(*activations[i + 1].attribute(attr::kStartReason)) == "after_reset");
+    CHECK(std::get<std::int64_t>(*activations[i + 1].attribute(attr::kEpochActivation)) >
+          std::get<std::int64_t>(*activations[i].attribute(attr::kEpochActivation)));
+  }
 }
 
 TEST_CASE("alarms: 100k stored alarms survive a restart and each fires once, on time") {

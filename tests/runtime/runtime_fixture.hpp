@@ -11,6 +11,7 @@
 
 #include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/runtime.hpp"
+#include "dorm/runtime/tracing.hpp"
 #include "dorm/storage/faulty_backend.hpp"
 #include "dorm/storage/memory_backend.hpp"
 
@@ -51,6 +52,8 @@ class RuntimeFixture {
   storage::MemoryBackend memory;
   storage::FaultyBackend faulty{memory};
   VirtualClock clock;
+  // Every fixture runtime traces: tests may check the spans its work produced.
+  trace::RecordingTracer tracer{&clock};
   std::unique_ptr<Runtime> runtime;
   std::size_t expected_active = 0;  // checked at teardown, before the runtime stops
 
@@ -58,6 +61,7 @@ class RuntimeFixture {
 
   void start(RuntimeOptions options = {}) {
     options.virtual_clock = &clock;
+    if (!options.tracer) options.tracer = &tracer;
     auto rt = Runtime::start(faulty, std::move(options));
     REQUIRE_MESSAGE(rt.ok(), (rt.ok() ? "" : rt.error().describe()));
     runtime = std::move(rt).value();

@@ -251,3 +251,77 @@ TEST_CASE("runtime indexes: entries appear with their turn's commit and not afte
   CHECK(again->size() == 1);
   CHECK(f.runtime->active_objects() == 0);
 }
+
+namespace {
+
+using effect_atom = caf::atom_constant<caf::atom("effect")>;
+using timer_atom = caf::atom_constant<caf::atom("timer")>;
+
+// Schedules effects and timers; `fail` makes the scheduling turn fail after scheduling.
+class Effects : public DurableObject {
+ public:
+  explicit Effects(std::vector<std::string>* seen) : seen_(seen) {}
+  caf::behavior behavior() override {
+    return {
+        [this](effect_atom, bool fail) -> int {
+          must(put("k", "v").ok(), "put failed");
+          after_commit([this] {
+            // Runs only after the commit: the write is already in the store.
+            seen_->push_back("effect");
+          });
+          if (fail) throw std::runtime_error("turn fails after scheduling");
+          return 0;
+        },
+        [this](timer_atom, int ms, bool fail) -> int {
+          after(std::chrono::milliseconds(ms), [this, ms] {
+            must(put("timer", std::to_string(ms)).ok(), "put failed");
+            seen_->push_back(dorm::testing::numbered("timer:", ms));
+          });
+          if (fail) throw std::runtime_error("turn fails after scheduling");
+          return 0;
+        },
+    };
+  }
+
+ private:
+  std::vector<std::string>* seen_;
+};
+
+}  // namespace
+
+TEST_CASE("output gate: after_commit effects run after the commit and never for a failed turn") {
+  RuntimeFixture f;
+  std::vector<std::string> seen;
+  REQUIRE(f.runtime->register_namespace("fx", [&] { return std::make_unique<Effects>(&seen); }).ok());
+  Reply ok;
+  f.runtime->request(f.handle("fx", "a"), ok.handler(), effect_atom::value, false);
+  f.runtime->run_until_idle();
+  CHECK(ok.ok());
+  CHECK(seen == std::vector<std::string>{"effect"});
+  Reply failed;
+  f.runtime->request(f.handle("fx", "b"), failed.handler(), effect_atom::value, true);
+  f.runtime->run_until_idle();
+  CHECK_FALSE(failed.ok());
+  CHECK(seen.size() == 1);
+  f.expected_active = 1;
+}
+
+TEST_CASE("timers: after() runs a turn at its time on the runtime's clock, not for a failed turn") {
+  RuntimeFixture f;
+  std::vector<std::string> seen;
+  REQUIRE(f.runtime->register_namespace("fx", [&] { return std::make_unique<Effects>(&seen); }).ok());
+  Reply r1, r2;
+  f.runtime->request(f.handle("fx", "a"), r1.handler(), timer_atom::value, 5000, false);
+  f.runtime->request(f.handle("fx", "b"), r2.handler(), timer_atom::value, 1000, true);
+  f.runtime->run_until_idle();
+  CHECK(r1.ok());
+  CHECK_FALSE(r2.ok());
+  f.clock.advance(4999);
+  f.runtime->run_until_idle();
+  CHECK(seen.empty());
+  f.clock.advance(1);
+  f.runtime->run_until_idle();
+  CHECK(seen == std::vector<std::string>{"timer:5000"});
+  CHECK(f.runtime->run_until_next_timer() == false);  // the failed turn's timer was never armed
+  f.expected_active = 1;
+}

@@ -1,8 +1,8 @@
 // dorm — the command-line program: serve (and later inspect, bench, deploy-sim).
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dorm/runtime/log.hpp"
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
 #include "bench/eviction_bench.hpp"
@@ -12,9 +12,19 @@
 
 int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries only lines meant for scripts (the ready line).
-  spdlog::set_default_logger(spdlog::stderr_logger_mt("dorm"));
+  dorm::log::configure(dorm::log::LogFormat::text, spdlog::level::info);
 
   CLI::App app{"dorm: a durable-object actor runtime and MCP server", "dorm"};
+  // Options of the program itself may also follow the subcommand: dorm serve --log-format json.
+  app.fallthrough();
+  std::string log_format = "text";
+  std::string log_level = "info";
+  app.add_option("--log-format", log_format, "Log lines as json (one object per line) or text")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"json", "text"}));
+  app.add_option("--log-level", log_level, "Lowest level logged")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.set_version_flag("--version", std::string("dorm ") + dorm::kVersion);
   app.require_subcommand(1);
 
@@ -23,6 +33,26 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--listen", serve.listen, "Address to listen on, HOST:PORT (port 0 picks a free one)")
       ->capture_default_str();
   serve_cmd->add_option("--storage", serve.storage, "Storage URI")->capture_default_str();
+  serve_cmd->add_option("--auth-tokens", serve.auth_tokens,
+                        "JSON token file [{\"sha256\": hex, \"user\": ..., \"org\": ...}]; reloaded on SIGHUP")
+      ->check(CLI::ExistingFile);
+  serve_cmd->add_option("--allowed-origins", serve.allowed_origins,
+                        "Origins allowed besides loopback ones (comma-separated scheme://host[:port])")
+      ->delimiter(',');
+  serve_cmd->add_option("--allowed-hosts", serve.allowed_hosts,
+                        "Host header values allowed besides loopback ones (comma-separated host[:port])")
+      ->delimiter(',');
+  double lock_wait_s = 10;
+  serve_cmd->add_option("--lock-wait", lock_wait_s, "Seconds to wait for another process's storage lock")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  serve_cmd->add_option("--fixtures", serve.fixtures, "Fixture tool sets to offer (comma-separated): testing")
+      ->delimiter(',');
+  serve_cmd->add_option("--tools-page-size", serve.tools_page_size, "Tools per tools/list page")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000));
+  serve_cmd->add_option("--trace-file", serve.trace_file,
+                        "Append finished spans to this file as OTLP JSON lines");
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
@@ -61,20 +91,26 @@ int main(int argc, char** argv) {
 #endif
 
   CLI11_PARSE(app, argc, argv);
+  // Both were checked against the same lists by CLI11 above.
+  dorm::log::configure(*dorm::log::parse_format(log_format), *dorm::log::parse_level(log_level));
 
-  if (serve_cmd->parsed()) return dorm::tools::serve(serve);
+  if (serve_cmd->parsed()) {
+    serve.lock_wait = std::chrono::milliseconds(static_cast<long>(lock_wait_s * 1000));
+    return dorm::tools::serve(serve);
+  }
 #ifdef DORM_WITH_BENCH
   try {
     if (bench_storage->parsed()) return dorm::bench::run_storage_bench(storage_bench);
     if (bench_fill->parsed()) return dorm::bench::storage_bench_fill_and_wait(fill_dir);
     if (bench_eviction->parsed()) return dorm::bench::run_eviction_bench(eviction_bench);
   } catch (const std::exception& e) {
-    spdlog::error("benchmark failed: {}", e.what());
+    dorm::log::error("benchmark_failed", {{"error", e.what()}});
     return 1;
   }
 #else
   if (bench_cmd->parsed()) {
-    spdlog::error("this dorm was built without benchmarks: configure a release build with -Dbench=true");
+    dorm::log::error("benchmarks_not_built",
+                     {{"hint", "configure a release build with -Dbench=true"}});
     return 1;
   }
 #endif

@@ -1,43 +1,64 @@
 #include "serve.hpp"
 
+#include <arpa/inet.h>
 #include <signal.h>
-#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <thread>
 
+#include "dorm/actors/fixtures.hpp"
+#include "dorm/actors/mcp_session.hpp"
+#include "dorm/mcp/auth_tokens.hpp"
+#include "dorm/mcp/dns_rebinding.hpp"
+#include "dorm/mcp/endpoint.hpp"
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/runtime/log.hpp"
+#include "dorm/runtime/otlp_file_tracer.hpp"
+#include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/open.hpp"
+#include "version.hpp"
 
 namespace dorm::tools {
 namespace {
 
-// Waits for SIGTERM or SIGINT on a thread of its own. The signals are blocked in every
-// thread (the mask is inherited), so sigwait here is the only place they arrive.
-class StopSignal {
+// Waits for signals on a thread of its own: SIGTERM and SIGINT stop the server, SIGHUP
+// reloads. The signals are blocked in every thread (the mask is inherited), so sigwait
+// here is the only place they arrive.
+class Signals {
  public:
-  StopSignal() {
+  Signals() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGTERM);
     sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
   }
 
-  // `on_signal` runs on the signal thread, before waiters are woken.
-  template <class F>
-  void start(F on_signal) {
-    thread_ = std::thread([this, on_signal] {
-      int signal = 0;
-      sigwait(&set_, &signal);
-      if (exiting_.load()) return;
-      spdlog::info("received {}, stopping", signal == SIGTERM ? "SIGTERM" : "SIGINT");
-      on_signal();
-      std::lock_guard lock(mutex_);
-      stopped_ = true;
-      cv_.notify_all();
+  // `on_stop` runs on the signal thread before waiters are woken; `on_hup` at each SIGHUP.
+  void start(std::function<void()> on_stop, std::function<void()> on_hup) {
+    thread_ = std::thread([this, on_stop = std::move(on_stop), on_hup = std::move(on_hup)] {
+      for (;;) {
+        int signal = 0;
+        sigwait(&set_, &signal);
+        if (exiting_.load()) return;
+        if (signal == SIGHUP) {
+          log::info("signal_received", {{"signal", "SIGHUP"}});
+          on_hup();
+          continue;
+        }
+        log::info("signal_received", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"}});
+        on_stop();
+        std::lock_guard lock(mutex_);
+        stopped_ = true;
+        cv_.notify_all();
+        return;
+      }
     });
   }
 
@@ -51,9 +72,15 @@ class StopSignal {
     cv_.wait(lock, [this] { return stopped_; });
   }
 
-  ~StopSignal() {
+  // Waits at most `d` for a stop; true if one came.
+  bool wait_for(std::chrono::milliseconds d) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, d, [this] { return stopped_; });
+  }
+
+  ~Signals() {
     // A start-up failure returns before any signal: wake sigwait with one of our own,
-    // flagged so that on_signal (which may touch objects already destroyed) is skipped.
+    // flagged so that the callbacks (which may touch objects already destroyed) are skipped.
     if (thread_.joinable()) {
       exiting_.store(true);
       if (!stop_requested()) pthread_kill(thread_.native_handle(), SIGTERM);
@@ -70,46 +97,167 @@ class StopSignal {
   std::atomic<bool> exiting_{false};
 };
 
+// Whether only this machine can reach `host`: a loopback address or "localhost".
+bool loopback_only(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+// Opens storage, retrying while another process holds its lock (a predecessor that is
+// still shutting down), for up to `wait`. A stop signal ends the wait.
+Result<std::unique_ptr<storage::Backend>> open_storage(const std::string& uri,
+                                                       std::chrono::milliseconds wait,
+                                                       Signals& signals) {
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  bool logged = false;
+  for (;;) {
+    auto store = storage::open_backend(uri);
+    if (store || store.error().code != ErrorCode::busy) return store;
+    if (std::chrono::steady_clock::now() >= deadline) return store;
+    if (!logged) {
+      log::info("storage_locked_waiting", {{"error", store.error().message},
+                                           {"lock_wait_ms", wait.count()}});
+      logged = true;
+    }
+    if (signals.wait_for(std::chrono::milliseconds(50))) return store;
+  }
+}
+
 }  // namespace
 
 int serve(const ServeOptions& options) {
   auto listen = mcp::parse_listen_address(options.listen);
   if (!listen) {
-    spdlog::error("{}", listen.error().message);
+    log::error("bad_listen_address", {{"error", listen.error().message}});
     return 1;
   }
+  std::unique_ptr<mcp::AuthTokens> tokens;
+  if (!options.auth_tokens.empty()) {
+    auto loaded = mcp::AuthTokens::open(options.auth_tokens);
+    if (!loaded) {
+      log::error("auth_tokens_unusable", {{"error", loaded.error().message}});
+      return 1;
+    }
+    tokens = std::move(loaded).value();
+  } else if (!loopback_only(listen->host)) {
+    log::error("refusing_to_listen",
+               {{"error", "--listen " + listen->to_string() +
+                              " is reachable from other machines: without --auth-tokens "
+                              "dorm serves a single local user, so listen on 127.0.0.1, "
+                              "::1 or localhost, or give --auth-tokens FILE"}});
+    return 1;
+  }
+  mcp::McpEndpoint::Options endpoint_options;
+  endpoint_options.policy.tokens = tokens.get();
+  for (const auto& origin : options.allowed_origins) {
+    if (auto ok = mcp::check_allowed_origin_entry(origin); !ok) {
+      log::error("bad_allowed_origin", {{"error", ok.error().message}});
+      return 1;
+    }
+    endpoint_options.policy.allowed_origins.push_back(origin);
+  }
+  for (const auto& host : options.allowed_hosts) {
+    if (auto ok = mcp::check_allowed_host_entry(host); !ok) {
+      log::error("bad_allowed_host", {{"error", ok.error().message}});
+      return 1;
+    }
+    endpoint_options.policy.allowed_hosts.push_back(host);
+  }
+  mcp::ToolRegistry tools;
+  for (const auto& set : options.fixtures) {
+    if (auto ok = actors::register_fixtures(tools, set); !ok) {
+      log::error("bad_fixtures", {{"error", ok.error().message}});
+      return 1;
+    }
+  }
+  std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
+  if (!options.trace_file.empty()) {
+    auto opened = trace::OtlpJsonFileTracer::open(options.trace_file);
+    if (!opened) {
+      log::error("trace_file_unusable", {{"error", opened.error().message}});
+      return 1;
+    }
+    tracer = std::move(opened).value();
+  }
 
-  StopSignal stop;  // before any thread starts, so every thread inherits the blocked mask
+  Signals signals;  // before any thread starts, so every thread inherits the blocked mask
 
-  // Bind first: /healthz answers while storage opens, and a port conflict is reported
-  // before any storage work.
+  // 1. Bind: /healthz answers while storage opens, /mcp requests wait, and a port
+  //    conflict is reported before any storage work.
   mcp::HttpServer::Options http;
   http.listen = *listen;
   http.io_threads = options.http_threads;
   auto server = mcp::HttpServer::start(http);
   if (!server) {
-    spdlog::error("{}", server.error().message);
+    log::error("bind_failed", {{"error", server.error().message}});
     return 1;
   }
   auto& srv = **server;
-  // On a signal the listener closes first, so a successor can bind at once.
-  stop.start([&srv] { srv.close_listener(); });
-  spdlog::info("bound {}", srv.local_address().to_string());
+  // On SIGTERM the listener closes first, so a successor can bind at once.
+  signals.start([&srv] { srv.close_listener(); },
+                [&tokens] {
+                  if (!tokens) return;
+                  if (auto ok = tokens->reload(); !ok) {
+                    log::error("auth_tokens_reload_failed", {{"error", ok.error().message}});
+                  } else {
+                    log::info("auth_tokens_reloaded", {{"path", tokens->path()}});
+                  }
+                });
+  log::info("bound", {{"address", srv.local_address().to_string()}});
 
-  auto store = storage::open_backend(options.storage);
+  // 2. Storage, waiting out a predecessor's lock.
+  auto store = open_storage(options.storage, options.lock_wait, signals);
   if (!store) {
-    spdlog::error("{}", store.error().message);
+    log::error("storage_open_failed", {{"error", store.error().message}});
     return 1;
   }
-  spdlog::info("storage open: {}", (*store)->describe());
+  log::info("storage_open", {{"storage", (*store)->describe()}});
 
-  if (!stop.stop_requested()) {
-    srv.set_ready(true);
-    std::printf("listening on http://%s/\n", srv.local_address().to_string().c_str());
-    std::fflush(stdout);
-    stop.wait();
+  // 3. The runtime: bumps the generation.
+  RuntimeOptions runtime_options;
+  runtime_options.tracer = tracer.get();
+  runtime_options.version_label = kVersion;
+  // Turns are synchronous (a tool may hold one): more workers than cores keeps one busy
+  // session from holding up the others.
+  runtime_options.workers = std::max(4u, std::thread::hardware_concurrency());
+  auto started = Runtime::start(**store, runtime_options);
+  if (!started) {
+    log::error("runtime_start_failed", {{"error", started.error().describe()}});
+    return 1;
   }
-  spdlog::info("stopped");
+  auto& runtime = **started;
+  actors::McpSessionOptions session_options;
+  session_options.server_version = kVersion;
+  session_options.tools = &tools;
+  session_options.page_size = options.tools_page_size;
+  if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
+    log::error("runtime_start_failed", {{"error", ok.error().describe()}});
+    return 1;
+  }
+  log::info("runtime_started", {{"generation", runtime.generation()},
+                                {"start_kind", to_string(runtime.start_kind())}});
+
+  // 4. Serve /mcp: requests that waited since the bind go through now.
+  mcp::McpEndpoint endpoint(runtime, endpoint_options);
+  srv.set_handler([&endpoint](mcp::HttpRequest request, mcp::Respond respond) {
+    endpoint.handle(std::move(request), std::move(respond));
+  });
+  if (!signals.stop_requested()) {
+    srv.set_ready(true);
+    std::printf("listening on http://%s/mcp\n", srv.local_address().to_string().c_str());
+    std::fflush(stdout);
+    signals.wait();
+  }
+  srv.set_ready(false);
+  // Sessions finish and answer first; their answers go out through the still-running
+  // server, which stops after them.
+  runtime.shutdown();
+  server->reset();
+  log::info("stopped");
   return 0;
 }
 

@@ -1,7 +1,9 @@
-// `dorm serve`: bind, open storage, become ready, serve until SIGTERM or SIGINT.
+// `dorm serve`: bind, open storage, start the runtime, serve /mcp until SIGTERM or SIGINT.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 namespace dorm::tools {
 
@@ -9,6 +11,18 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8808";
   std::string storage = "rocksdb:./dorm-data";
   int http_threads = 2;
+  // JSON token file; empty = single-user mode (loopback --listen only).
+  std::string auth_tokens;
+  // Beyond the loopback defaults.
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;
+  // How long to wait for another process's storage lock.
+  std::chrono::milliseconds lock_wait{10'000};
+  // Where finished spans go, one OTLP JSON line each; empty = no tracing.
+  std::string trace_file;
+  // Fixture tool sets to register (see dorm/actors/fixtures.hpp).
+  std::vector<std::string> fixtures;
+  std::size_t tools_page_size = 100;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status

@@ -35,7 +35,10 @@ export class DormProcess {
         for (const w of this.lineWaiters) w();
       }
     });
-    this.child.stderr.setEncoding('utf8').on('data', (chunk) => { this.stderr += chunk; });
+    this.child.stderr.setEncoding('utf8').on('data', (chunk) => {
+      this.stderr += chunk;
+      for (const w of this.lineWaiters) w();
+    });
     this.exited = new Promise((resolve) => {
       this.child.on('exit', (code, signal) => {
         this.exitCode = code;
@@ -69,6 +72,30 @@ export class DormProcess {
       const timer = setTimeout(() => {
         done();
         reject(new Error(`no line matching ${re} within ${ms} ms; stderr:\n${this.stderr}`));
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        this.lineWaiters = this.lineWaiters.filter((w) => w !== check);
+      };
+      this.lineWaiters.push(check);
+      check();
+    });
+  }
+
+  // Resolves with the first match of `re` in stderr; rejects on exit or after WAIT_MS.
+  waitForStderr(re, ms = WAIT_MS) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const m = this.stderr.match(re);
+        if (m) { done(); resolve(m); return; }
+        if (!this.running()) {
+          done();
+          reject(new Error(`dorm exited (${this.exitCode ?? this.exitSignal}) before ${re}; stderr:\n${this.stderr}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no stderr match for ${re} within ${ms} ms; stderr:\n${this.stderr}`));
       }, ms);
       const done = () => {
         clearTimeout(timer);

@@ -1,31 +1,68 @@
 // HttpServer — the HTTP front of `dorm serve`, on Boost.Beast.
 //
 // Asynchronous end to end: a few I/O threads run every connection; no handler blocks on
-// anything but its socket. The server binds before storage is opened, so `/healthz`
+// anything but its socket, and the application handler answers through a callback that
+// may run on any thread later. The server binds before storage is opened, so `/healthz`
 // answers 200 as soon as the socket is bound while `/readyz` answers 503 until
 // set_ready(true). Beast and Asio stay inside http_server.cpp (they cost ~24 s per
 // translation unit); this header exposes none of their types.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "dorm/mcp/listen_address.hpp"
 #include "dorm/result.hpp"
 
 namespace dorm::mcp {
 
+// One request to the application endpoint, as the handler sees it: no Beast types.
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query, as sent
+  // Header fields in arrival order; names lower-cased (HTTP names are case-insensitive).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // The first value of header `name` (lower-case), if present.
+  std::optional<std::string_view> header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // Content-Type among them
+  std::string body;
+};
+
+// Answers one request. Call it exactly once, from any thread; it never blocks (the
+// response is written by the connection's own I/O thread). Later calls do nothing.
+using Respond = std::function<void(HttpResponse)>;
+// Handles a request to the endpoint path. Runs on an I/O thread: it must not block.
+using Handler = std::function<void(HttpRequest, Respond)>;
+
 class HttpServer {
  public:
   struct Options {
     ListenAddress listen{"127.0.0.1", 8808};
     int io_threads = 2;
-    // Largest request body accepted; a larger one gets 413.
+    // The application endpoint; other paths are the probes or 404.
+    std::string endpoint_path = "/mcp";
+    // Largest request body accepted; a larger one gets 413 and the connection closes.
     std::size_t max_body_bytes = 4 * 1024 * 1024;
-    // A connection with no complete request for this long is closed.
-    int idle_timeout_seconds = 60;
+    // Largest request line plus header fields; more gets 431 and the connection closes.
+    std::size_t max_header_bytes = 16 * 1024;
+    // A kept-alive connection with no new request for this long is closed.
+    std::chrono::milliseconds idle_timeout{60'000};
+    // From a request's first byte, its header must be complete within this (a client
+    // trickling headers cannot hold a connection open), and its body within this again.
+    std::chrono::milliseconds header_timeout{10'000};
   };
 
   // Resolves and binds options.listen (with SO_REUSEADDR, so a restart right after a
@@ -34,7 +71,8 @@ class HttpServer {
   // (the message names the address and the OS error, e.g. "Address already in use").
   static Result<std::unique_ptr<HttpServer>> start(const Options& options);
 
-  // Stops accepting, ends every connection and joins the I/O threads.
+  // Stops accepting, ends every connection (requests still waiting for a handler or a
+  // response are dropped with theirs) and joins the I/O threads.
   ~HttpServer();
 
   HttpServer(const HttpServer&) = delete;
@@ -42,6 +80,11 @@ class HttpServer {
 
   // The bound address; its port is the real one when 0 was asked for.
   ListenAddress local_address() const;
+
+  // From now on requests to the endpoint path go to `handler`. Until it is set they
+  // wait (the server is bound but storage is not open yet); the ones waiting are handed
+  // to it now, in arrival order. Thread-safe; set it once.
+  void set_handler(Handler handler);
 
   // From now on `/readyz` answers 200 (true) or 503 (false). Thread-safe.
   void set_ready(bool ready);

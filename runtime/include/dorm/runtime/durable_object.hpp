@@ -174,6 +174,16 @@ class DurableObject {
   }
   void request_message(const ObjectHandle& to, caf::message msg, Continuation then);
 
+  // ---- effects and timers, behind the output gate ----
+  // Runs `effect` once this turn's batch has committed (outside a turn: now). If the turn
+  // fails, it never runs. For effects outside the runtime that must not get ahead of
+  // storage, such as answering an HTTP request with what this turn stored.
+  void after_commit(std::function<void()> effect);
+  // Runs `then` as a turn of its own `delay` from now on the runtime's clock, armed once
+  // this turn commits. Not durable: if this activation is gone by then, it never runs
+  // (use an alarm for work that must survive).
+  void after(std::chrono::milliseconds delay, std::function<void()> then);
+
  private:
   friend class detail::ObjectHost;
   detail::ObjectHost* host_ = nullptr;

@@ -29,6 +29,7 @@
 #include "dorm/runtime/clock.hpp"
 #include "dorm/runtime/durable_object.hpp"
 #include "dorm/runtime/object_id.hpp"
+#include "dorm/runtime/tracing.hpp"
 #include "dorm/storage/backend.hpp"
 
 namespace dorm {
@@ -82,6 +83,9 @@ struct RuntimeOptions {
   // Alarms that came due before this runtime started are released at this many per
   // second (0 = all at once).
   double overdue_alarm_rate = 200;
+  // Receives the runtime's spans (activation, alarm delivery, reset); null = no tracing.
+  // Must outlive the runtime.
+  trace::Tracer* tracer = nullptr;
 };
 
 // Per-namespace settings.
@@ -143,7 +147,10 @@ class Runtime {
   void request(const ObjectHandle& to, ReplyHandler on_reply, Ts&&... xs) {
     deliver(to, caf::make_message(std::forward<Ts>(xs)...), std::move(on_reply));
   }
-  void deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply);
+  // `trace`: the context of the span this message belongs to (a request's traceparent);
+  // the activation it causes, if any, becomes a child span of it.
+  void deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply,
+               std::optional<trace::TraceContext> trace = std::nullopt);
 
   // ---- runtime indexes ----
   // Entries of index `name` with key >= start (after the index prefix), in key order, at

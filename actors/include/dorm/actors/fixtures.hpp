@@ -1,0 +1,28 @@
+// Test fixtures: tools for test suites and conformance runs, added to a ToolRegistry
+// through its public API only (`dorm serve --fixtures testing`).
+//
+// "testing":
+//   echo {text}      returns the text
+//   sleep {ms}       finishes after ms; with a progressToken, progress every second
+//   kv_put {key, value} / kv_get {key}   on the session's durable storage
+//   spin {ms}        holds its session's turn for ms (busy, synchronous): for scheduling
+//                    tests, it shows that other sessions are not held up
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "dorm/mcp/tool_registry.hpp"
+#include "dorm/result.hpp"
+
+namespace dorm::actors {
+
+// Registers the fixture set `name`. Errors: invalid_argument for an unknown set (naming
+// the known ones), or a registry error (a name already taken).
+Result<void> register_fixtures(mcp::ToolRegistry& registry, std::string_view name);
+
+// The fixture sets there are.
+std::span<const std::string_view> fixture_sets();
+
+}  // namespace dorm::actors

@@ -1,0 +1,73 @@
+// McpSession — the durable object behind one MCP session.
+//
+// Created by `initialize` (which stores the session's metadata: negotiated revision,
+// client capabilities and info, owner, log level), it answers every later SessionCall
+// from that metadata, so after eviction or a process restart the same session id keeps
+// working without a new initialize. A call from an identity other than the owner gets
+// the same 404 as a session that does not exist, and a `session_owner_mismatch` log line.
+// DELETE removes everything the session stored; later calls get 404.
+//
+// It is driven by SessionCall messages only (see dorm/mcp/session_call.hpp): the HTTP
+// endpoint sends them, and so can a test on virtual time.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "dorm/mcp/session_call.hpp"
+#include "dorm/mcp/session_meta.hpp"
+#include "dorm/mcp/tool_registry.hpp"
+#include "dorm/runtime/runtime.hpp"
+
+namespace dorm::actors {
+
+struct McpSessionOptions {
+  std::string server_name = "dorm";
+  std::string server_version;
+  // The tools this server offers (null: none). Must outlive every session.
+  const mcp::ToolRegistry* tools = nullptr;
+  // tools/list page size.
+  std::size_t page_size = 100;
+  // Until the idle policy (DESIGN §6) takes over eviction: sessions idle this long leave
+  // memory (their storage stays).
+  std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
+};
+
+class McpSession : public DurableObject {
+ public:
+  explicit McpSession(const McpSessionOptions& options);
+  ~McpSession() override;
+  void on_start(StartReason reason) override;
+  caf::behavior behavior() override;
+
+  // One HTTP response being built, and the tool calls it waits for.
+  struct Exchange;
+  class CallContext;
+  class Storage;
+
+ private:
+  void handle(const mcp::SessionCall& call);
+  mcp::HttpResponse initialize(const mcp::SessionCall& call);
+  void post(const mcp::SessionCall& call);
+  mcp::HttpResponse remove();
+  // Answers one request of a POST on `exchange`: at once, or (tools/call) once its tool
+  // finishes.
+  void answer(const mcp::Message& request, const std::shared_ptr<Exchange>& exchange);
+  std::string list_tools(const mcp::Message& request);
+  std::string set_log_level(const mcp::Message& request);
+  void call_tool(const mcp::Message& request, const std::shared_ptr<Exchange>& exchange);
+  // Sends the exchange's response once it has everything (after this turn commits).
+  void complete(const std::shared_ptr<Exchange>& exchange);
+  void store_meta();
+  void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
+
+  const McpSessionOptions& options_;
+  std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)
+  std::unique_ptr<Storage> tool_storage_;
+  std::string session_id_;  // as the last call named it (for logs)
+};
+
+// Registers the mcp-session namespace on `runtime`. `options` must outlive it.
+Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options);
+
+}  // namespace dorm::actors

@@ -1,0 +1,454 @@
+#include "dorm/actors/mcp_session.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <array>
+#include <stdexcept>
+
+#include "dorm/actors/namespaces.hpp"
+#include "dorm/mcp/protocol_version.hpp"
+#include "dorm/mcp/request_checks.hpp"
+#include "dorm/runtime/log.hpp"
+
+namespace dorm::actors {
+namespace {
+
+using mcp::HttpResponse;
+using mcp::Message;
+using mcp::SessionCall;
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+std::string compact(const rapidjson::Value& value) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  value.Accept(w);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+// A response whose body is an SSE stream of JSON-RPC messages, one `message` event each.
+HttpResponse event_stream(const std::vector<std::string>& messages) {
+  HttpResponse res;
+  res.headers = {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}};
+  for (const auto& m : messages) {
+    res.body += "event: message\ndata: ";
+    res.body += m;
+    res.body += "\n\n";
+  }
+  return res;
+}
+
+HttpResponse rejected(const mcp::Rejection& r) { return HttpResponse{r.http_status, r.headers, r.body}; }
+
+HttpResponse bad_request(const std::optional<mcp::RequestId>& id, int code, std::string_view message) {
+  return HttpResponse{400, {{"Content-Type", "application/json"}},
+                      mcp::error_response(id, code, message)};
+}
+
+// MCP log levels (RFC 5424 severities), least severe first.
+constexpr std::array<std::string_view, 8> kLogLevels = {
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
+
+int log_rank(std::string_view level) {
+  for (std::size_t i = 0; i < kLogLevels.size(); ++i) {
+    if (kLogLevels[i] == level) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Parses a request's params (absent: an empty object). Null if not an object.
+bool parse_params(const Message& request, rapidjson::Document& doc) {
+  doc.Parse(request.params.empty() ? "{}" : request.params.c_str());
+  return !doc.HasParseError() && doc.IsObject();
+}
+
+}  // namespace
+
+// ---- exchanges and tool contexts ----
+
+struct McpSession::Exchange {
+  std::shared_ptr<mcp::Responder> responder;
+  // The messages this response carries, in order. (The durable event log will store
+  // each one here, before it is sent.)
+  std::vector<std::string> events;
+  int outstanding = 0;   // tool calls not finished
+  bool sealed = false;   // every message of the POST has been seen
+  bool sent = false;
+  Lease lease;           // a session with work in flight is never evicted
+
+  void emit(std::string message) { events.push_back(std::move(message)); }
+};
+
+class McpSession::Storage : public mcp::ToolStorage {
+ public:
+  explicit Storage(McpSession& session) : session_(session) {}
+  Result<std::optional<std::string>> get(std::string_view key) override {
+    return session_.get(prefixed(key));
+  }
+  Result<void> put(std::string_view key, std::string_view value) override {
+    return session_.put(prefixed(key), value);
+  }
+  Result<bool> del(std::string_view key) override { return session_.del(prefixed(key)); }
+
+ private:
+  // Tools' keys live apart from the session's own ("meta", later the event logs).
+  static std::string prefixed(std::string_view key) { return "t/" + std::string(key); }
+  McpSession& session_;
+};
+
+class McpSession::CallContext : public mcp::ToolContext,
+                                public std::enable_shared_from_this<CallContext> {
+ public:
+  CallContext(McpSession& session, std::shared_ptr<Exchange> exchange, mcp::RequestId id,
+              std::string arguments, std::string progress_token)
+      : session_(session),
+        exchange_(std::move(exchange)),
+        id_(std::move(id)),
+        arguments_(std::move(arguments)),
+        progress_token_(std::move(progress_token)) {}
+
+  const std::string& arguments() const override { return arguments_; }
+  mcp::ToolStorage& storage() override { return *session_.tool_storage_; }
+  bool wants_progress() const override { return !progress_token_.empty(); }
+
+  void progress(double progress, std::optional<double> total, std::string_view message) override {
+    if (finished_ || progress_token_.empty()) return;
+    rapidjson::StringBuffer buffer;
+    JsonWriter w(buffer);
+    w.StartObject();
+    w.Key("progressToken");
+    w.RawValue(progress_token_.data(), progress_token_.size(), rapidjson::kStringType);
+    w.Key("progress");
+    w.Double(progress);
+    if (total) {
+      w.Key("total");
+      w.Double(*total);
+    }
+    if (!message.empty()) {
+      w.Key("message");
+      w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
+    }
+    w.EndObject();
+    exchange_->emit(mcp::notification("notifications/progress", buffer.GetString()));
+  }
+
+  void log(std::string_view level, std::string_view data_json) override {
+    if (finished_ || !session_.meta_) return;
+    int rank = log_rank(level);
+    if (rank < 0 || rank < log_rank(session_.meta_->log_level)) return;
+    rapidjson::StringBuffer buffer;
+    JsonWriter w(buffer);
+    w.StartObject();
+    w.Key("level");
+    w.String(level.data(), static_cast<rapidjson::SizeType>(level.size()));
+    w.Key("data");
+    w.RawValue(data_json.data(), data_json.size(), rapidjson::kObjectType);
+    w.EndObject();
+    exchange_->emit(mcp::notification("notifications/message", buffer.GetString()));
+  }
+
+  void after(std::chrono::milliseconds delay, std::function<void()> then) override {
+    session_.after(delay, [self = shared_from_this(), then = std::move(then)] { self->run(then); });
+  }
+
+  void finish(mcp::ToolResult result) override {
+    if (finished_) return;
+    finished_ = true;
+    exchange_->emit(mcp::result_response(id_, result.json));
+    --exchange_->outstanding;
+    session_.complete(exchange_);
+  }
+
+  bool finished() const override { return finished_; }
+
+  // Runs a piece of the handler; an exception finishes the call with an error result.
+  void run(const std::function<void()>& step) {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
+    }
+  }
+
+ private:
+  McpSession& session_;
+  std::shared_ptr<Exchange> exchange_;
+  mcp::RequestId id_;
+  std::string arguments_;
+  std::string progress_token_;  // JSON text of the token; empty: none
+  bool finished_ = false;
+};
+
+// ---- the session ----
+
+McpSession::McpSession(const McpSessionOptions& options)
+    : options_(options), tool_storage_(std::make_unique<Storage>(*this)) {}
+
+McpSession::~McpSession() = default;
+
+void McpSession::on_start(StartReason) {
+  auto stored = get(mcp::kSessionMetaKey);
+  if (!stored) throw std::runtime_error(stored.error().describe());
+  if (!*stored) return;  // no such session (yet): initialize makes one
+  auto meta = mcp::SessionMeta::from_json(**stored);
+  if (!meta) throw std::runtime_error(meta.error().describe());
+  meta_ = std::move(*meta);
+}
+
+caf::behavior McpSession::behavior() {
+  return {[this](const SessionCall& call) { handle(call); }};
+}
+
+void McpSession::answer_now(const SessionCall& call, HttpResponse response) {
+  // Behind the output gate: what this turn stored is durable before the client hears.
+  after_commit([responder = call.responder, response = std::move(response)]() mutable {
+    if (responder) responder->respond(std::move(response));
+  });
+}
+
+void McpSession::handle(const SessionCall& call) {
+  session_id_ = call.session_id;
+  if (call.kind == SessionCall::Kind::initialize) return answer_now(call, initialize(call));
+  if (!meta_) return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  if (!(call.caller == meta_->owner)) {
+    // Same answer as for a session that does not exist: the caller learns nothing.
+    log::warn("session_owner_mismatch", {{"session", call.session_id},
+                                         {"owner_user", meta_->owner.user},
+                                         {"owner_org", meta_->owner.org},
+                                         {"caller_user", call.caller.user},
+                                         {"caller_org", call.caller.org}});
+    return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  }
+  switch (call.kind) {
+    case SessionCall::Kind::post: return post(call);
+    case SessionCall::Kind::remove: return answer_now(call, remove());
+    case SessionCall::Kind::get:
+      // Standalone SSE streams come with live sinks; until then, say there is none (the
+      // spec allows 405, and the SDK client then simply opens no GET stream).
+      return answer_now(call, HttpResponse{405,
+                                           {{"Allow", "POST, DELETE"}, {"Content-Type", "application/json"}},
+                                           mcp::error_response(std::nullopt, mcp::kTransportError,
+                                                               "this server offers no standalone SSE stream")});
+    case SessionCall::Kind::initialize: break;
+  }
+}
+
+HttpResponse McpSession::initialize(const SessionCall& call) {
+  const Message& request = call.messages.at(0);
+  if (meta_) {
+    // 128 random bits collided, or a replayed call: never overwrite a session.
+    return bad_request(request.id, mcp::kInvalidRequest, "session already initialized");
+  }
+  rapidjson::Document params;
+  bool is_object = parse_params(request, params);
+  auto version = is_object ? params.FindMember("protocolVersion") : params.MemberEnd();
+  if (!is_object || version == params.MemberEnd() || !version->value.IsString()) {
+    return bad_request(request.id, mcp::kInvalidParams,
+                       "initialize needs params.protocolVersion (a string)");
+  }
+  mcp::SessionMeta meta;
+  meta.protocol_version = std::string(mcp::negotiate(version->value.GetString()));
+  for (auto [key, target] : {std::pair{"capabilities", &meta.client_capabilities},
+                             std::pair{"clientInfo", &meta.client_info}}) {
+    auto it = params.FindMember(key);
+    if (it == params.MemberEnd()) continue;
+    if (!it->value.IsObject()) {
+      return bad_request(request.id, mcp::kInvalidParams,
+                         std::string("initialize params.") + key + " must be an object");
+    }
+    *target = compact(it->value);
+  }
+  meta.owner = call.caller;
+  meta.created_ms = clock().now_ms();
+  meta_ = std::move(meta);
+  store_meta();
+
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("protocolVersion");
+  w.String(meta_->protocol_version.c_str());
+  w.Key("capabilities");
+  w.StartObject();
+  w.Key("tools");
+  w.StartObject();
+  w.Key("listChanged");
+  w.Bool(false);
+  w.EndObject();
+  w.Key("logging");
+  w.StartObject();
+  w.EndObject();
+  w.EndObject();
+  w.Key("serverInfo");
+  w.StartObject();
+  w.Key("name");
+  w.String(options_.server_name.c_str());
+  w.Key("version");
+  w.String(options_.server_version.c_str());
+  w.EndObject();
+  w.EndObject();
+  auto res = event_stream({mcp::result_response(*request.id, buffer.GetString())});
+  res.headers.emplace_back("Mcp-Session-Id", call.session_id);
+  log::info("session_created", {{"session", call.session_id},
+                                {"protocol_version", meta_->protocol_version},
+                                {"user", call.caller.user}});
+  return res;
+}
+
+void McpSession::post(const SessionCall& call) {
+  if (call.batch && !mcp::allows_batch(meta_->protocol_version)) {
+    return answer_now(call, rejected(mcp::Rejection::bad_batch()));
+  }
+  auto exchange = std::make_shared<Exchange>();
+  exchange->responder = call.responder;
+  exchange->lease = keep_alive();
+  bool requests = false;
+  for (const auto& m : call.messages) {
+    switch (m.kind) {
+      case Message::Kind::request:
+        if (m.method == "initialize") {
+          return answer_now(call, bad_request(m.id, mcp::kInvalidRequest,
+                                              "this session is already initialized: send "
+                                              "initialize without MCP-Session-Id to start a new one"));
+        }
+        requests = true;
+        answer(m, exchange);
+        break;
+      case Message::Kind::notification:
+        if (m.method == "notifications/initialized" && !meta_->initialized) {
+          meta_->initialized = true;
+          store_meta();
+        }
+        break;
+      case Message::Kind::result_response:
+      case Message::Kind::error_response:
+        // Answers to server-to-client requests; none are issued yet, so each is dropped.
+        break;
+    }
+  }
+  if (!requests) {
+    exchange->sent = true;
+    return answer_now(call, HttpResponse{202, {}, {}});
+  }
+  exchange->sealed = true;
+  complete(exchange);
+}
+
+void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
+  if (!exchange->sealed || exchange->outstanding > 0 || exchange->sent) return;
+  exchange->sent = true;
+  after_commit([exchange] {
+    exchange->responder->respond(event_stream(exchange->events));
+    exchange->lease = Lease();
+  });
+}
+
+void McpSession::answer(const Message& request, const std::shared_ptr<Exchange>& exchange) {
+  const auto& method = request.method;
+  if (method == "ping") return exchange->emit(mcp::result_response(*request.id, "{}"));
+  if (method == "tools/list") return exchange->emit(list_tools(request));
+  if (method == "tools/call") return call_tool(request, exchange);
+  if (method == "logging/setLevel") return exchange->emit(set_log_level(request));
+  exchange->emit(mcp::error_response(request.id, mcp::kMethodNotFound,
+                                     "method not found: " + method));
+}
+
+std::string McpSession::list_tools(const Message& request) {
+  rapidjson::Document params;
+  if (!parse_params(request, params)) {
+    return mcp::error_response(request.id, mcp::kInvalidParams, "params must be an object");
+  }
+  std::optional<std::string_view> cursor;
+  if (auto it = params.FindMember("cursor"); it != params.MemberEnd()) {
+    if (!it->value.IsString()) {
+      return mcp::error_response(request.id, mcp::kInvalidParams, "cursor must be a string");
+    }
+    cursor = std::string_view(it->value.GetString(), it->value.GetStringLength());
+  }
+  mcp::ToolRegistry empty;
+  const mcp::ToolRegistry& tools = options_.tools ? *options_.tools : empty;
+  auto page = tools.list(cursor, options_.page_size);
+  if (!page) return mcp::error_response(request.id, mcp::kInvalidParams, page.error().message);
+  std::string result = "{\"tools\":" + page->tools_json;
+  if (page->next_cursor) result += ",\"nextCursor\":\"" + *page->next_cursor + "\"";
+  result += "}";
+  return mcp::result_response(*request.id, result);
+}
+
+std::string McpSession::set_log_level(const Message& request) {
+  rapidjson::Document params;
+  auto level = parse_params(request, params) ? params.FindMember("level") : params.MemberEnd();
+  if (level == params.MemberEnd() || !level->value.IsString() ||
+      log_rank(level->value.GetString()) < 0) {
+    return mcp::error_response(request.id, mcp::kInvalidParams,
+                               "params.level must be one of debug, info, notice, warning, "
+                               "error, critical, alert, emergency");
+  }
+  meta_->log_level = level->value.GetString();
+  store_meta();
+  return mcp::result_response(*request.id, "{}");
+}
+
+void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchange>& exchange) {
+  rapidjson::Document params;
+  auto name = parse_params(request, params) ? params.FindMember("name") : params.MemberEnd();
+  if (name == params.MemberEnd() || !name->value.IsString()) {
+    return exchange->emit(mcp::error_response(request.id, mcp::kInvalidParams,
+                                              "tools/call needs params.name (a string)"));
+  }
+  const mcp::ToolRegistry::Entry* entry =
+      options_.tools ? options_.tools->find(name->value.GetString()) : nullptr;
+  if (!entry) {
+    return exchange->emit(mcp::error_response(
+        request.id, mcp::kInvalidParams, std::string("unknown tool: ") + name->value.GetString()));
+  }
+  std::string arguments = "{}";
+  if (auto it = params.FindMember("arguments"); it != params.MemberEnd()) {
+    if (!it->value.IsObject()) {
+      return exchange->emit(mcp::error_response(request.id, mcp::kInvalidParams,
+                                                "params.arguments must be an object"));
+    }
+    arguments = compact(it->value);
+  }
+  std::string progress_token;
+  if (auto meta = params.FindMember("_meta"); meta != params.MemberEnd() && meta->value.IsObject()) {
+    if (auto token = meta->value.FindMember("progressToken");
+        token != meta->value.MemberEnd() && (token->value.IsString() || token->value.IsInt64())) {
+      progress_token = compact(token->value);
+    }
+  }
+  if (auto valid = options_.tools->validate_arguments(*entry, arguments); !valid) {
+    return exchange->emit(
+        mcp::result_response(*request.id, mcp::ToolResult::error(valid.error().message).json));
+  }
+  ++exchange->outstanding;
+  log::debug("tool_call_started", {{"session", session_id_},
+                                   {"tool", name->value.GetString()},
+                                   {"request", request.id->to_json()}});
+  auto context = std::make_shared<CallContext>(*this, exchange, *request.id, std::move(arguments),
+                                               std::move(progress_token));
+  const auto& handler = options_.tools->spec(*entry).handler;
+  context->run([&] { handler(context); });
+}
+
+HttpResponse McpSession::remove() {
+  if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
+  meta_.reset();
+  return HttpResponse{200, {}, {}};
+}
+
+void McpSession::store_meta() {
+  if (auto ok = put(mcp::kSessionMetaKey, meta_->to_json()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options) {
+  NamespaceOptions ns;
+  ns.idle_timeout = options.idle_timeout;
+  return runtime.register_namespace(
+      kMcpSessionNamespace, [&options] { return std::make_unique<McpSession>(options); }, ns);
+}
+
+}  // namespace dorm::actors

@@ -1,0 +1,49 @@
+// McpEndpoint — the `/mcp` endpoint of Streamable HTTP, between HttpServer and sessions.
+//
+// For every request, on the HTTP thread and without waiting on anything: check the
+// method and headers (request_checks.hpp: 405, 401, 403, 406, 415, 400), parse a POST
+// body (400 with -32700/-32600), find the session the request names (400 when it names
+// none and is not an initialize, 404 when the id cannot exist), and send one SessionCall
+// to that session's durable object with the request's trace context. The object's
+// HttpResponse goes back through the server's respond callback from whichever thread
+// finished the turn. An initialize without a session id mints a new session id
+// (128 random bits) and sends the call to a fresh object.
+//
+// Runtime failures become HTTP answers: a full mailbox (overloaded) or a runtime that is
+// stopping is 503 with Retry-After; anything else is 500 with a -32603 error.
+#pragma once
+
+#include <string>
+
+#include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/request_checks.hpp"
+#include "dorm/mcp/session_call.hpp"
+#include "dorm/runtime/runtime.hpp"
+
+namespace dorm::mcp {
+
+class McpEndpoint {
+ public:
+  struct Options {
+    CheckPolicy policy;
+    // The namespace whose objects are sessions (registered by the caller).
+    std::string session_namespace = "mcp-session";
+  };
+
+  // `runtime` must outlive the endpoint and have `options.session_namespace` registered.
+  McpEndpoint(Runtime& runtime, Options options);
+
+  // Handles one request (an HttpServer Handler). Never blocks.
+  void handle(HttpRequest request, Respond respond) const;
+
+ private:
+  // Sends `call` to its session's object; the object's answer goes to `respond`.
+  void call_session(SessionCall call, const HttpRequest& request, Respond respond) const;
+  Runtime& runtime_;
+  Options options_;
+};
+
+// The Rejection as an HTTP response.
+HttpResponse to_response(const Rejection& rejection);
+
+}  // namespace dorm::mcp

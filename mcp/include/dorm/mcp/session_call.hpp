@@ -1,0 +1,65 @@
+// SessionCall — what the HTTP endpoint asks of a session object, and how it is answered.
+//
+// The endpoint (endpoint.hpp) does everything that needs no session state on the HTTP
+// thread: header checks, authentication, body parsing. What needs the session — does it
+// exist, who owns it, which revision did it negotiate, what do its methods answer — is
+// one SessionCall message to the session's durable object, which answers through the
+// call's Responder once it has the complete HttpResponse. The object never touches a socket; the HTTP thread never waits on it.
+// Because the call is a plain message, a session can be driven without HTTP (virtual
+// time tests do exactly that).
+#pragma once
+
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dorm/mcp/auth_tokens.hpp"
+#include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/jsonrpc.hpp"
+
+namespace dorm::mcp {
+
+// Answers one HTTP request exactly once. The session calls respond() when it has the
+// answer (after the turn that produced it committed); if the call is dropped unanswered
+// (the session was reset or stopped with it), the destructor answers 503 so no client
+// waits for an answer that will never come.
+class Responder {
+ public:
+  explicit Responder(Respond respond) : respond_(std::move(respond)) {}
+  ~Responder();
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+  // The first call answers; later ones do nothing.
+  void respond(HttpResponse response);
+
+ private:
+  Respond respond_;
+  std::atomic<bool> answered_{false};
+};
+
+struct SessionCall {
+  // Which HTTP request this is. `initialize` is a POST without a session id whose body is
+  // one initialize request: it creates the session.
+  enum class Kind { initialize, post, get, remove };
+  Kind kind = Kind::post;
+  std::string session_id;
+  Identity caller;
+  // The request's MCP-Protocol-Version header (already checked to be a supported one),
+  // empty when absent.
+  std::string protocol_version;
+  // POST (and initialize): the parsed body.
+  std::vector<Message> messages;
+  bool batch = false;
+  // Where the answer goes. The session's handler replies nothing itself.
+  std::shared_ptr<Responder> responder;
+};
+
+inline constexpr const char* kEventStream = "text/event-stream";
+
+}  // namespace dorm::mcp
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionCall)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::HttpResponse)

@@ -1,0 +1,70 @@
+// A tool as its handler sees it: the call's arguments, the session's storage, progress
+// and log notifications, timers, and the result.
+//
+// A handler runs inside its session's turn, so storage calls are synchronous and nothing
+// else of that session interleaves with it. It may finish at once (ctx->finish(...)) or
+// later: ctx->after(delay, fn) runs fn as a new turn of the session, with the same
+// context. Until it finishes, the session keeps the call's HTTP response open; every
+// notification it emits goes on that response's stream, before the result. A handler
+// that throws finishes its call with an isError result naming the exception.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dorm/result.hpp"
+
+namespace dorm::mcp {
+
+// A CallToolResult, as JSON text.
+struct ToolResult {
+  std::string json;
+  // {"content":[{"type":"text","text":TEXT}],"isError":IS_ERROR}.
+  static ToolResult text(std::string_view text, bool is_error = false);
+  // A failed call (isError: true) with `message` as its text. Tool failures, argument
+  // validation included, are results, not protocol errors (MCP 2025-11-25).
+  static ToolResult error(std::string_view message) { return text(message, true); }
+};
+
+// The session's durable storage as a tool sees it: its own keys, apart from the
+// session's. Valid only inside the handler's turn.
+class ToolStorage {
+ public:
+  virtual ~ToolStorage() = default;
+  virtual Result<std::optional<std::string>> get(std::string_view key) = 0;
+  virtual Result<void> put(std::string_view key, std::string_view value) = 0;
+  // Whether the key existed.
+  virtual Result<bool> del(std::string_view key) = 0;
+};
+
+class ToolContext {
+ public:
+  virtual ~ToolContext() = default;
+  // The call's `arguments` as compact JSON (an object; "{}" when none were sent),
+  // already validated against the tool's input schema.
+  virtual const std::string& arguments() const = 0;
+  // Valid inside the handler's turn and inside after() callbacks.
+  virtual ToolStorage& storage() = 0;
+  // Whether the caller asked for progress (sent a progressToken).
+  virtual bool wants_progress() const = 0;
+  // A notifications/progress on the call's stream; nothing without a progressToken.
+  // `progress` must grow from one notification to the next.
+  virtual void progress(double progress, std::optional<double> total = std::nullopt,
+                        std::string_view message = {}) = 0;
+  // A notifications/message at `level` (an MCP log level) with `data_json` (any JSON
+  // value); dropped when below the session's level (logging/setLevel).
+  virtual void log(std::string_view level, std::string_view data_json) = 0;
+  // Runs `then` `delay` from now as a turn of the session (not durable: a restart ends it).
+  virtual void after(std::chrono::milliseconds delay, std::function<void()> then) = 0;
+  // Ends the call with `result`. Later calls do nothing.
+  virtual void finish(ToolResult result) = 0;
+  virtual bool finished() const = 0;
+};
+
+using ToolHandler = std::function<void(std::shared_ptr<ToolContext>)>;
+
+}  // namespace dorm::mcp

@@ -1,0 +1,76 @@
+// ToolRegistry — every tool a server offers, in registration order.
+//
+// A tool has a name, an optional title, a description, an input schema and an optional
+// output schema (JSON text, stored and listed byte for byte as registered), optional
+// annotations (a JSON object, listed as given), an asynchronous handler, whether a
+// person must approve each call, and where it is exposed: to MCP clients, to `execute`
+// code, or both. Arguments are validated against the input schema with RapidJSON's
+// validator, which implements JSON Schema draft-04: keywords of later drafts (such as
+// 2020-12's `prefixItems` or `$defs` references) are listed verbatim but not enforced.
+//
+// Filled once at start-up, then read from every session concurrently: add() is not
+// thread-safe, everything const is.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dorm/mcp/tool.hpp"
+#include "dorm/result.hpp"
+
+namespace dorm::mcp {
+
+enum class Exposure { clients, code, both };
+
+struct ToolSpec {
+  std::string name;         // 1-128 of [A-Za-z0-9_.-]
+  std::string title;        // optional
+  std::string description;
+  std::string input_schema = R"({"type":"object"})";  // a JSON object
+  std::string output_schema;                           // optional JSON object
+  std::string annotations;                             // optional JSON object
+  bool requires_approval = false;
+  Exposure exposure = Exposure::both;
+  ToolHandler handler;
+};
+
+class ToolRegistry {
+ public:
+  ToolRegistry();
+  ~ToolRegistry();
+  ToolRegistry(const ToolRegistry&) = delete;
+  ToolRegistry& operator=(const ToolRegistry&) = delete;
+
+  // Adds a tool. Errors (invalid_argument, naming the tool and the problem): a bad or
+  // taken name, no handler, a schema or annotations that are not a JSON object, an
+  // input schema RapidJSON cannot compile.
+  Result<void> add(ToolSpec spec);
+
+  struct Entry;
+  // The tool named `name`, if registered and exposed to `audience`.
+  const Entry* find(std::string_view name, Exposure audience = Exposure::clients) const;
+  const ToolSpec& spec(const Entry& entry) const;
+  // Checks `arguments_json` (a JSON object) against the tool's input schema. Errors:
+  // invalid_argument saying where and why the arguments do not fit.
+  Result<void> validate_arguments(const Entry& entry, std::string_view arguments_json) const;
+
+  struct Page {
+    std::string tools_json;                 // a JSON array of Tool objects
+    std::optional<std::string> next_cursor;  // more to come
+  };
+  // One page of the tools exposed to `audience`, starting at `cursor` (none: the first).
+  // Errors: invalid_argument for a cursor this registry did not hand out.
+  Result<Page> list(std::optional<std::string_view> cursor, std::size_t page_size,
+                    Exposure audience = Exposure::clients) const;
+
+  std::size_t size() const;
+
+ private:
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace dorm::mcp

@@ -1,0 +1,126 @@
+#include "dorm/mcp/endpoint.hpp"
+
+#include <variant>
+
+#include "dorm/mcp/session_id.hpp"
+#include "dorm/runtime/errors.hpp"
+#include "dorm/runtime/log.hpp"
+#include "dorm/runtime/tracing.hpp"
+
+namespace dorm::mcp {
+namespace {
+
+HttpResponse json_error(int status, int code, std::string_view message) {
+  return HttpResponse{status,
+                      {{"Content-Type", "application/json"}},
+                      error_response(std::nullopt, code, message)};
+}
+
+// A runtime error instead of the session's answer.
+HttpResponse runtime_failure(const caf::error& error) {
+  if (is(error, RuntimeErrc::overloaded) || is(error, RuntimeErrc::stopped) ||
+      is(error, RuntimeErrc::node_restarting)) {
+    auto res = json_error(503, kTransportError, "the server is busy or restarting: " + describe(error));
+    res.headers.emplace_back("Retry-After", "1");
+    return res;
+  }
+  return json_error(500, kInternalError, "internal error: " + describe(error));
+}
+
+}  // namespace
+
+HttpResponse to_response(const Rejection& rejection) {
+  return HttpResponse{rejection.http_status, rejection.headers, rejection.body};
+}
+
+McpEndpoint::McpEndpoint(Runtime& runtime, Options options)
+    : runtime_(runtime), options_(std::move(options)) {}
+
+void McpEndpoint::handle(HttpRequest request, Respond respond) const {
+  RequestFacts facts;
+  facts.method = request.method;
+  facts.accept = request.header("accept");
+  facts.content_type = request.header("content-type");
+  facts.origin = request.header("origin");
+  facts.host = request.header("host");
+  facts.protocol_version = request.header("mcp-protocol-version");
+  facts.authorization = request.header("authorization");
+  facts.session_id = request.header("mcp-session-id");
+
+  std::optional<std::variant<ParsedBody, ParseFailure>> body;
+  if (request.method == "POST") {
+    body = parse_body(request.body);
+    if (auto* parsed = std::get_if<ParsedBody>(&*body)) {
+      facts.initialize = !parsed->batch && parsed->messages.size() == 1 &&
+                         parsed->messages[0].kind == Message::Kind::request &&
+                         parsed->messages[0].method == "initialize";
+    }
+  }
+  auto checked = check_request(facts, options_.policy);
+  if (auto* rejection = std::get_if<Rejection>(&checked)) return respond(to_response(*rejection));
+
+  SessionCall call;
+  call.caller = std::get<Identity>(std::move(checked));
+  if (facts.protocol_version) call.protocol_version = std::string(*facts.protocol_version);
+  if (request.method == "POST") {
+    if (auto* failure = std::get_if<ParseFailure>(&*body)) {
+      return respond(to_response(Rejection::invalid_body(*failure)));
+    }
+    auto& parsed = std::get<ParsedBody>(*body);
+    call.messages = std::move(parsed.messages);
+    call.batch = parsed.batch;
+    if (!facts.session_id) {
+      // Only initialize may come without a session: anything else (a stateless client's
+      // server/discover probe, a stray notification) gets an ordinary 400.
+      if (!facts.initialize) return respond(to_response(Rejection::pre_initialize()));
+      auto minted = new_session_id();
+      if (!minted) return respond(json_error(500, kInternalError, minted.error().message));
+      call.kind = SessionCall::Kind::initialize;
+      call.session_id = std::move(*minted);
+      return call_session(std::move(call), request, std::move(respond));
+    }
+    call.kind = SessionCall::Kind::post;
+  } else {
+    if (!facts.session_id) return respond(to_response(Rejection::missing_session()));
+    call.kind = request.method == "GET" ? SessionCall::Kind::get : SessionCall::Kind::remove;
+  }
+  call.session_id = std::string(*facts.session_id);
+  call_session(std::move(call), request, std::move(respond));
+}
+
+void McpEndpoint::call_session(SessionCall call, const HttpRequest& request,
+                               Respond respond) const {
+  std::optional<trace::TraceContext> trace;
+  if (auto header = request.header("traceparent")) {
+    trace = trace::TraceContext::from_traceparent(*header);
+  }
+  // A session id names its object through the runtime's keyed hash: an id the server
+  // never minted names an object with no stored metadata, which answers 404.
+  auto id = runtime_.id_from_name(options_.session_namespace, call.session_id);
+  auto handle = runtime_.get(id);
+  if (!handle) return respond(json_error(500, kInternalError, handle.error().message));
+  auto responder = std::make_shared<Responder>(std::move(respond));
+  call.responder = responder;
+  // The session answers through the responder; the runtime's reply only matters when
+  // the runtime refused the message (full mailbox, stopping).
+  runtime_.deliver(
+      *handle, caf::make_message(std::move(call)),
+      [responder](caf::expected<caf::message> reply) {
+        if (!reply) responder->respond(runtime_failure(reply.error()));
+      },
+      trace);
+}
+
+Responder::~Responder() {
+  if (!answered_.exchange(true)) {
+    respond_(json_error(503, kTransportError,
+                        "the session stopped before answering; send the request again"));
+  }
+}
+
+void Responder::respond(HttpResponse response) {
+  if (answered_.exchange(true)) return;
+  respond_(std::move(response));
+}
+
+}  // namespace dorm::mcp

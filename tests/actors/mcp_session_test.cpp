@@ -1,0 +1,372 @@
+// The MCP session object driven by SessionCall messages alone, on virtual time: creation
+// by initialize, metadata that survives a restart, owner checks, batches by revision,
+// DELETE.
+#include <doctest/doctest.h>
+
+#include <rapidjson/document.h>
+
+#include <string>
+
+#include "dorm/actors/fixtures.hpp"
+#include "dorm/actors/mcp_session.hpp"
+#include "dorm/actors/namespaces.hpp"
+#include "dorm/mcp/session_meta.hpp"
+#include "dorm/runtime/keys.hpp"
+#include "runtime_fixture.hpp"
+
+using namespace dorm;
+using dorm::mcp::HttpResponse;
+using dorm::mcp::Identity;
+using dorm::mcp::SessionCall;
+using dorm::testing::RuntimeFixture;
+
+namespace {
+
+std::vector<mcp::Message> messages(std::string_view body, bool* batch = nullptr) {
+  auto parsed = mcp::parse_body(body);
+  REQUIRE(std::holds_alternative<mcp::ParsedBody>(parsed));
+  auto& ok = std::get<mcp::ParsedBody>(parsed);
+  if (batch) *batch = ok.batch;
+  return ok.messages;
+}
+
+struct SessionFixture : RuntimeFixture {
+  actors::McpSessionOptions options;
+  mcp::ToolRegistry tools;
+  const Identity alice{"alice", "acme"};
+
+  SessionFixture() {
+    REQUIRE(actors::register_fixtures(tools, "testing").ok());
+    options.tools = &tools;
+    options.page_size = 2;
+    add_namespace();
+  }
+  void add_namespace() { REQUIRE(actors::register_mcp_session(*runtime, options).ok()); }
+  void restart() {
+    stop();
+    start();
+    add_namespace();
+  }
+
+  // Sends the call; `answer` is set once the session responds.
+  void send(SessionCall c, std::shared_ptr<std::optional<HttpResponse>> answer) {
+    auto handle = runtime->get(runtime->id_from_name(actors::kMcpSessionNamespace, c.session_id));
+    REQUIRE(handle.ok());
+    c.responder = std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
+    runtime->send(*handle, std::move(c));
+  }
+
+  HttpResponse call(SessionCall c) {
+    auto answer = std::make_shared<std::optional<HttpResponse>>();
+    send(std::move(c), answer);
+    runtime->run_until_idle();
+    REQUIRE(answer->has_value());
+    return **answer;
+  }
+
+  // Fires timers in order up to `until` on the virtual clock (a timer armed by a turn
+  // counts from that turn's time, as on a real clock).
+  void run_until(std::int64_t until) {
+    while (auto at = runtime->next_timer_ms()) {
+      if (*at > until) break;
+      runtime->run_until_next_timer();
+    }
+    if (clock.now_ms() < until) {
+      clock.advance(until - clock.now_ms());
+      runtime->run_until_idle();
+    }
+  }
+
+  HttpResponse initialize(const std::string& session, std::string_view version = "2025-11-25",
+                          Identity who = {"alice", "acme"}) {
+    SessionCall c;
+    c.kind = SessionCall::Kind::initialize;
+    c.session_id = session;
+    c.caller = std::move(who);
+    c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
+                          std::string(version) +
+                          R"(","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})");
+    return call(std::move(c));
+  }
+
+  HttpResponse post(const std::string& session, std::string_view body, Identity who = {"alice", "acme"}) {
+    SessionCall c;
+    c.kind = SessionCall::Kind::post;
+    c.session_id = session;
+    c.caller = std::move(who);
+    c.messages = messages(body, &c.batch);
+    return call(std::move(c));
+  }
+
+  HttpResponse simple(SessionCall::Kind kind, const std::string& session, Identity who = {"alice", "acme"}) {
+    SessionCall c;
+    c.kind = kind;
+    c.session_id = session;
+    c.caller = std::move(who);
+    return call(std::move(c));
+  }
+};
+
+std::string header(const HttpResponse& r, std::string_view name) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("mcp session: initialize creates it; ping and notifications work; the metadata is stored") {
+  SessionFixture f;
+  auto init = f.initialize("s-0123456789abcdef");
+  CHECK(init.status == 200);
+  CHECK(header(init, "Content-Type") == "text/event-stream");
+  CHECK(header(init, "Mcp-Session-Id") == "s-0123456789abcdef");
+  CHECK(init.body.find(R"("protocolVersion":"2025-11-25")") != std::string::npos);
+  CHECK(init.body.rfind("event: message\ndata: {", 0) == 0);
+
+  auto initialized = f.post("s-0123456789abcdef", R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  CHECK(initialized.status == 202);
+  CHECK(initialized.body.empty());
+
+  auto ping = f.post("s-0123456789abcdef", R"({"jsonrpc":"2.0","id":"p1","method":"ping"})");
+  CHECK(ping.status == 200);
+  CHECK(ping.body == "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"result\":{}}\n\n");
+
+  auto unknown = f.post("s-0123456789abcdef", R"({"jsonrpc":"2.0","id":2,"method":"no/such"})");
+  CHECK(unknown.status == 200);
+  CHECK(unknown.body.find("-32601") != std::string::npos);
+
+  // A response to a server request nobody issued: accepted and dropped.
+  CHECK(f.post("s-0123456789abcdef", R"({"jsonrpc":"2.0","id":9,"result":{}})").status == 202);
+  f.expected_active = 1;
+}
+
+TEST_CASE("mcp session: versions are negotiated; an unknown one gets the latest") {
+  SessionFixture f;
+  CHECK(f.initialize("s-aaaaaaaaaaaaaaaa", "2025-06-18").body.find(R"("protocolVersion":"2025-06-18")") != std::string::npos);
+  CHECK(f.initialize("s-bbbbbbbbbbbbbbbb", "2024-01-01").body.find(R"("protocolVersion":"2025-11-25")") != std::string::npos);
+  f.expected_active = 2;
+}
+
+TEST_CASE("mcp session: it survives a runtime restart without a new initialize") {
+  SessionFixture f;
+  REQUIRE(f.initialize("s-restart-000000001").status == 200);
+  f.expected_active = 1;
+  f.restart();
+  auto ping = f.post("s-restart-000000001", R"({"jsonrpc":"2.0","id":7,"method":"ping"})");
+  CHECK(ping.status == 200);
+  CHECK(ping.body.find(R"("id":7,"result":{})") != std::string::npos);
+  f.expected_active = 1;
+}
+
+TEST_CASE("mcp session: another identity, an unknown session and a deleted one all get the same 404") {
+  SessionFixture f;
+  REQUIRE(f.initialize("s-owned-0000000001").status == 200);
+  auto foreign = f.post("s-owned-0000000001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})", {"mallory", "acme"});
+  auto other_org = f.post("s-owned-0000000001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})", {"alice", "other"});
+  auto unknown = f.post("s-never-made-00001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
+  CHECK(foreign.status == 404);
+  CHECK(other_org.status == 404);
+  CHECK(unknown.status == 404);
+  CHECK(foreign.body == unknown.body);
+  CHECK(f.simple(SessionCall::Kind::remove, "s-owned-0000000001", {"mallory", "acme"}).status == 404);
+
+  // The owner deletes it: everything it stored is gone, later calls get 404.
+  CHECK(f.simple(SessionCall::Kind::remove, "s-owned-0000000001").status == 200);
+  CHECK(f.post("s-owned-0000000001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})").status == 404);
+  CHECK(f.simple(SessionCall::Kind::remove, "s-owned-0000000001").status == 404);
+  auto id = f.runtime->id_from_name(actors::kMcpSessionNamespace, "s-owned-0000000001");
+  auto rows = f.memory.scan(storage::ScanOptions::with_prefix(keys::object_prefix(id.ns(), id.body())));
+  REQUIRE(rows.ok());
+  CHECK(rows->empty());
+  f.expected_active = 2;
+}
+
+TEST_CASE("mcp session: batches only for 2025-03-26 sessions; initialize twice is refused") {
+  SessionFixture f;
+  REQUIRE(f.initialize("s-new-00000000000001").status == 200);
+  REQUIRE(f.initialize("s-old-00000000000001", "2025-03-26").status == 200);
+  const char* batch = R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"}])";
+  auto refused = f.post("s-new-00000000000001", batch);
+  CHECK(refused.status == 400);
+  CHECK(refused.body.find("-32600") != std::string::npos);
+  auto accepted = f.post("s-old-00000000000001", batch);
+  CHECK(accepted.status == 200);
+  CHECK(accepted.body.find(R"("id":1,"result":{})") != std::string::npos);
+  CHECK(accepted.body.find(R"("id":2,"result":{})") != std::string::npos);
+
+  auto again = f.post("s-new-00000000000001",
+                      R"({"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25"}})");
+  CHECK(again.status == 400);
+  CHECK(again.body.find("-32600") != std::string::npos);
+  // An initialize call that would overwrite an existing session is refused too.
+  CHECK(f.initialize("s-new-00000000000001").status == 400);
+  f.expected_active = 2;
+}
+
+TEST_CASE("mcp session: initialize without protocolVersion is invalid params and creates nothing") {
+  SessionFixture f;
+  SessionCall c;
+  c.kind = SessionCall::Kind::initialize;
+  c.session_id = "s-bad-params-000001";
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}})");
+  auto res = f.call(std::move(c));
+  CHECK(res.status == 400);
+  CHECK(res.body.find("-32602") != std::string::npos);
+  CHECK(f.post("s-bad-params-000001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})").status == 404);
+  f.expected_active = 1;
+}
+
+TEST_CASE("session metadata: round-trips through JSON; garbage is corruption") {
+  mcp::SessionMeta meta;
+  meta.protocol_version = "2025-06-18";
+  meta.client_capabilities = R"({"elicitation":{}})";
+  meta.client_info = R"({"name":"x"})";
+  meta.owner = {"u", "o"};
+  meta.log_level = "debug";
+  meta.created_ms = 123;
+  meta.initialized = true;
+  auto back = mcp::SessionMeta::from_json(meta.to_json());
+  REQUIRE(back.ok());
+  CHECK(back->to_json() == meta.to_json());
+  CHECK(back->owner == meta.owner);
+  for (const char* bad : {"", "[]", "{}", R"({"protocolVersion":1})"}) {
+    auto r = mcp::SessionMeta::from_json(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == ErrorCode::corruption);
+  }
+}
+
+namespace {
+
+// The JSON-RPC messages of an SSE body.
+std::vector<rapidjson::Document> events(const HttpResponse& r) {
+  std::vector<rapidjson::Document> out;
+  std::size_t at = 0;
+  while ((at = r.body.find("data: ", at)) != std::string::npos) {
+    auto end = r.body.find('\n', at);
+    out.emplace_back();
+    out.back().Parse(r.body.substr(at + 6, end - at - 6).c_str());
+    REQUIRE_FALSE(out.back().HasParseError());
+    at = end;
+  }
+  return out;
+}
+
+std::string text_of(const rapidjson::Document& response) {
+  return response["result"]["content"][0]["text"].GetString();
+}
+
+}  // namespace
+
+TEST_CASE("tools/list: pages of 2 list every tool once; a bad cursor is -32602") {
+  SessionFixture f;
+  REQUIRE(f.initialize("s-tools-list-00001").status == 200);
+  std::vector<std::string> names;
+  std::string cursor;
+  for (int page = 0; page < 10; ++page) {
+    std::string params = cursor.empty() ? "{}" : R"({"cursor":")" + cursor + R"("})";
+    auto res = f.post("s-tools-list-00001", R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":)" + params + "}");
+    auto ev = events(res);
+    REQUIRE(ev.size() == 1);
+    const auto& result = ev[0]["result"];
+    CHECK(result["tools"].Size() <= 2);
+    for (const auto& tool : result["tools"].GetArray()) {
+      names.push_back(tool["name"].GetString());
+      CHECK(tool["inputSchema"].IsObject());
+      CHECK(tool["description"].IsString());
+    }
+    if (!result.HasMember("nextCursor")) break;
+    cursor = result["nextCursor"].GetString();
+  }
+  CHECK(names == std::vector<std::string>{"echo", "sleep", "kv_put", "kv_get", "spin"});
+  for (const char* bad : {R"("nope")", R"("")", "42"}) {
+    auto res = f.post("s-tools-list-00001",
+                      std::string(R"({"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":)") + bad + "}}");
+    auto ev = events(res);
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0]["error"]["code"].GetInt() == -32602);
+  }
+  f.expected_active = 1;
+}
+
+TEST_CASE("tools/call: echo; kv_put then kv_get, also after a restart; bad calls") {
+  SessionFixture f;
+  const std::string s = "s-tools-call-00001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto echo = events(f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})"));
+  REQUIRE(echo.size() == 1);
+  CHECK(text_of(echo[0]) == "hi");
+  CHECK_FALSE(echo[0]["result"]["isError"].GetBool());
+
+  events(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kv_put","arguments":{"key":"k","value":"v1"}}})"));
+  f.expected_active = 1;
+  f.restart();
+  auto got = events(f.post(s, R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"k"}}})"));
+  CHECK(text_of(got[0]) == "v1");
+  auto missing = events(f.post(s, R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"other"}}})"));
+  CHECK(missing[0]["result"]["isError"].GetBool());
+
+  // Arguments that do not fit the schema: a tool result with isError, not a protocol error.
+  auto invalid = events(f.post(s, R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":7}}})"));
+  CHECK(invalid[0]["result"]["isError"].GetBool());
+  CHECK(text_of(invalid[0]).find("input schema") != std::string::npos);
+  auto unknown = events(f.post(s, R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope"}})"));
+  CHECK(unknown[0]["error"]["code"].GetInt() == -32602);
+  auto no_name = events(f.post(s, R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}})"));
+  CHECK(no_name[0]["error"]["code"].GetInt() == -32602);
+}
+
+TEST_CASE("tools/call sleep: answered only when done, progress every second before the result") {
+  SessionFixture f;
+  const std::string s = "s-tools-sleep-0001";
+  REQUIRE(f.initialize(s).status == 200);
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":2500},"_meta":{"progressToken":"tok"}}})");
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(c), answer);
+  f.runtime->run_until_idle();
+  CHECK_FALSE(answer->has_value());
+  // Another request on the same session is answered meanwhile.
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"ping"})").status == 200);
+  const auto start = f.clock.now_ms();
+  f.run_until(start + 2499);
+  CHECK_FALSE(answer->has_value());
+  f.run_until(start + 2500);
+  REQUIRE(answer->has_value());
+  auto ev = events(**answer);
+  REQUIRE(ev.size() == 4);
+  std::vector<double> progress;
+  for (int i = 0; i < 3; ++i) {
+    CHECK(std::string(ev[i]["method"].GetString()) == "notifications/progress");
+    CHECK(std::string(ev[i]["params"]["progressToken"].GetString()) == "tok");
+    progress.push_back(ev[i]["params"]["progress"].GetDouble());
+  }
+  CHECK(progress == std::vector<double>{1000, 2000, 2500});
+  CHECK(text_of(ev[3]) == "slept 2500 ms");
+  f.expected_active = 1;
+}
+
+TEST_CASE("logging/setLevel: a valid level is stored, anything else is -32602") {
+  SessionFixture f;
+  const std::string s = "s-logging-0000001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto ok = events(f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}})"));
+  CHECK(ok[0]["result"].IsObject());
+  auto bad = events(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}})"));
+  CHECK(bad[0]["error"]["code"].GetInt() == -32602);
+  f.expected_active = 1;
+  f.restart();
+  // The level is part of the stored metadata.
+  auto id = f.runtime->id_from_name(actors::kMcpSessionNamespace, s);
+  auto raw = f.memory.get(keys::object_prefix(id.ns(), id.body()) + keys::kObjectData + std::string(mcp::kSessionMetaKey));
+  REQUIRE(raw.ok());
+  REQUIRE(raw->has_value());
+  CHECK(mcp::SessionMeta::from_json(**raw)->log_level == "debug");
+  f.expected_active = 0;
+}
