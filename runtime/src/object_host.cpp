@@ -95,7 +95,7 @@ caf::behavior ObjectHost::make_behavior() {
   touch();
   return {
       [this](Envelope& env) { handle(env); },
-      [this](ContinuationReply& reply) { resume(reply); },
+      [this](ContinuationReply& reply) { run_continuation(reply); },
       [this](const StopRequest& req) { stop(req.reason); },
       [this](IdleCheck) { idle_check(); },
   };
@@ -144,7 +144,7 @@ void ObjectHost::handle(Envelope& env) {
 }
 
 
-void ObjectHost::resume(ContinuationReply& reply) {
+void ObjectHost::run_continuation(ContinuationReply& reply) {
   if (impl_->crashed.load()) return;
   auto it = continuations_.find(reply.id);
   if (it == continuations_.end() || resetting_ || phase_ != Phase::running) return;

@@ -64,7 +64,7 @@ class ObjectHost : public caf::event_based_actor {
   void run_alarm(Envelope& env, const AlarmInvocation& invocation);
   Result<std::optional<AlarmRecord>> read_alarm(std::string_view name);
   void remove_alarm(std::string_view name, const AlarmRecord& record);
-  void resume(ContinuationReply& reply);
+  void run_continuation(ContinuationReply& reply);
   // Runs `body` as a turn (`what` names it in errors): commit, then release. Returns the
   // turn's failure; the caller resets the object on one.
   template <class Body>

@@ -23,7 +23,7 @@ const TOOL_MS = 60_000;
 
 // Extra `dorm serve` arguments for every scenario: becomes ['--fixtures', 'testing'] once
 // serve has that flag.
-const SERVE_ARGS = [];
+const SERVE_ARGS = ['--fixtures', 'testing'];
 // The tools `--fixtures testing` registers; tools-list must list each of them.
 const FIXTURE_TOOLS = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin'];
 
