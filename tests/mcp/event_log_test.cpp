@@ -1,0 +1,174 @@
+// EventLog over an in-memory SessionStore: retention by count and bytes, chunked events,
+// replay after a cursor, finished streams and their expiry; and event id parsing.
+#include "dorm/mcp/event_log.hpp"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace dorm;
+using namespace dorm::mcp;
+
+namespace {
+
+// A session's storage as a sorted map (the runtime's own storage has its own tests).
+// Rejects values over the value limit, as the runtime does.
+class MapStore : public SessionStore {
+ public:
+  std::map<std::string, std::string, std::less<>> data;
+  std::size_t max_value = 128 * 1024;
+
+  Result<std::optional<std::string>> get(std::string_view key) override {
+    auto it = data.find(key);
+    if (it == data.end()) return std::optional<std::string>{};
+    return std::optional<std::string>{it->second};
+  }
+  Result<void> put(std::string_view key, std::string_view value) override {
+    if (value.size() > max_value) return Error{ErrorCode::limit_exceeded, "value too large"};
+    data[std::string(key)] = std::string(value);
+    return {};
+  }
+  Result<bool> del(std::string_view key) override {
+    auto it = data.find(key);
+    if (it == data.end()) return false;
+    data.erase(it);
+    return true;
+  }
+  Result<std::vector<storage::KeyValue>> list(std::string_view prefix, std::string_view start,
+                                              std::size_t limit) override {
+    std::vector<storage::KeyValue> out;
+    auto it = data.lower_bound(start.empty() ? prefix : std::max(prefix, start));
+    for (; it != data.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      if (limit && out.size() == limit) break;
+      out.push_back({it->first, it->second});
+    }
+    return out;
+  }
+  std::size_t count(std::string_view prefix) const {
+    std::size_t n = 0;
+    for (const auto& [k, v] : data) n += k.compare(0, prefix.size(), prefix) == 0;
+    return n;
+  }
+};
+
+std::string message(int i) { return R"({"jsonrpc":"2.0","method":"m","params":{"i":)" + std::to_string(i) + "}}"; }
+
+}  // namespace
+
+TEST_CASE("event ids: print and parse one spelling only") {
+  EventId id{0x0123456789abcdefULL, 42};
+  CHECK(id.to_string() == "0123456789abcdef-42");
+  CHECK(parse_event_id("0123456789abcdef-42") == id);
+  CHECK(parse_event_id("ffffffffffffffff-18446744073709551615") == EventId{~0ULL, ~0ULL});
+  for (const char* bad : {"", "0123456789abcdef", "0123456789abcdef-", "0123456789ABCDEF-1",
+                          "0123456789abcdef-01", "0123456789abcdef-+1", "0123456789abcdef--1",
+                          "ffffffffffffffff-18446744073709551616", "123456789abcdef-1",
+                          "0123456789abcdef_1", "_GET_stream", "0123456789abcdef-1 "}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_event_id(bad));
+  }
+}
+
+TEST_CASE("event log: a stream of 1,200 events keeps exactly the newest 1,000; ids are dense and decodable") {
+  MapStore store;
+  EventLog log(store);
+  REQUIRE(log.open(7, "i:1", 500).ok());
+  std::vector<EventId> ids;
+  for (int i = 0; i < 1200; ++i) {
+    auto id = log.append(7, message(i));
+    REQUIRE(id.ok());
+    ids.push_back(*id);
+  }
+  CHECK(ids.front() == EventId{7, 1});  // seq 0 is the priming event
+  CHECK(ids.back() == EventId{7, 1200});
+  for (const auto& id : ids) CHECK(parse_event_id(id.to_string()) == id);
+  auto record = log.stream(7);
+  REQUIRE(record.ok());
+  CHECK((*record)->events == 1000);
+  CHECK((*record)->first == 201);
+  CHECK(store.count("e/") == 1000);
+  // A cursor older than the oldest kept event replays from the oldest, and says so.
+  auto replay = log.replay_after(EventId{7, 0});
+  REQUIRE(replay.ok());
+  CHECK(replay->truncated);
+  REQUIRE(replay->events.size() == 1000);
+  CHECK(replay->events.front().id.seq == 201);
+  CHECK(replay->events.front().data == message(200));
+  CHECK(replay->events.back().data == message(1199));
+  auto tail = log.replay_after(EventId{7, 1198});
+  REQUIRE(tail.ok());
+  CHECK_FALSE(tail->truncated);
+  REQUIRE(tail->events.size() == 2);
+  CHECK(tail->events[1].id.seq == 1200);
+}
+
+TEST_CASE("event log: bytes are bounded too, the newest is never dropped, and a 1 MiB event replays byte-identical") {
+  MapStore store;
+  EventLog log(store);
+  REQUIRE(log.open(1, "i:1", 0).ok());
+  std::string big(1024 * 1024, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 97) big[i] = static_cast<char>('a' + i % 26);
+  for (int i = 0; i < 5; ++i) REQUIRE(log.append(1, big).ok());  // 5 MiB: the first goes
+  auto r = log.stream(1);
+  CHECK((*r)->events == 4);
+  CHECK((*r)->bytes == 4 * big.size());
+  auto replay = log.replay_after(EventId{1, 3});
+  REQUIRE(replay.ok());
+  REQUIRE(replay->events.size() == 1);
+  CHECK(replay->events[0].data == big);
+  CHECK(store.count("e/") == 4 * 8);  // 128 KiB chunks
+  // One event of the whole stream limit is kept alone; over it is refused and stores nothing.
+  REQUIRE(log.append(1, std::string(4 * 1024 * 1024, 'y')).ok());
+  CHECK((*log.stream(1))->events == 1);
+  auto over = log.append(1, std::string(4 * 1024 * 1024 + 1, 'z'));
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().code == ErrorCode::limit_exceeded);
+  CHECK(over.error().message.find("4194305 bytes") != std::string::npos);
+  CHECK((*log.stream(1))->events == 1);
+}
+
+TEST_CASE("event log: a finished stream resumes within its retention and is gone after it") {
+  MapStore store;
+  EventLog log(store);
+  REQUIRE(log.open(3, "i:9", 500).ok());
+  auto result = log.append(3, message(1));
+  REQUIRE(result.ok());
+  const std::int64_t t0 = 1'700'000'000'000;
+  REQUIRE(log.finish(3, t0).ok());
+  CHECK_FALSE(log.append(3, message(2)).ok());
+  CHECK(*log.next_expiry() == t0 + 15 * 60 * 1000);
+
+  CHECK(*log.expire(t0 + 14 * 60 * 1000 + 59 * 1000) == 0);
+  auto resumed = log.replay_after(EventId{3, 0});
+  REQUIRE(resumed.ok());
+  CHECK(resumed->finished);
+  REQUIRE(resumed->events.size() == 1);
+  CHECK(resumed->events[0].id == *result);
+  // Nothing after the last event: a finished stream with nothing to send (204).
+  auto nothing = log.replay_after(*result);
+  REQUIRE(nothing.ok());
+  CHECK(nothing->events.empty());
+  CHECK(nothing->finished);
+
+  CHECK(*log.expire(t0 + 15 * 60 * 1000 + 1000) == 1);
+  CHECK(store.data.empty());
+  CHECK(log.replay_after(EventId{3, 0}).error().code == ErrorCode::not_found);
+  CHECK_FALSE(*log.next_expiry());
+}
+
+TEST_CASE("event log: unknown streams, cursors past the end and taken ids are refused") {
+  MapStore store;
+  EventLog log(store);
+  REQUIRE(log.open(5, "", 0).ok());
+  CHECK(log.open(5, "", 0).error().code == ErrorCode::invalid_argument);
+  CHECK(log.append(6, "x").error().code == ErrorCode::not_found);
+  CHECK(log.replay_after(EventId{6, 0}).error().code == ErrorCode::not_found);
+  CHECK(log.replay_after(EventId{5, 0}).error().code == ErrorCode::not_found);  // no event yet
+  REQUIRE(log.append(5, "x").ok());  // seq 0: no priming on this stream
+  CHECK(log.replay_after(EventId{5, 0}).ok());
+  CHECK(log.replay_after(EventId{5, 1}).error().code == ErrorCode::not_found);
+  auto all = log.streams();
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 1);
+  CHECK((*all)[0].id == 5);
+}
