@@ -4,6 +4,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <openssl/rand.h>
+
 #include <array>
 #include <stdexcept>
 
@@ -46,6 +48,45 @@ HttpResponse bad_request(const std::optional<mcp::RequestId>& id, int code, std:
                       mcp::error_response(id, code, message)};
 }
 
+// One SSE event as it goes on the wire: its id, then the message.
+std::string sse_event(const mcp::EventId& id, std::string_view data) {
+  std::string out = "id: " + id.to_string() + "\nevent: message\ndata: ";
+  out += data;
+  out += "\n\n";
+  return out;
+}
+
+// The priming event: an id the client can resume from, the retry hint, empty data.
+std::string sse_priming(const mcp::EventId& id, std::int64_t retry_ms) {
+  return "id: " + id.to_string() + "\nretry: " + std::to_string(retry_ms) + "\ndata: \n\n";
+}
+
+HttpResponse sse_response(std::string body) {
+  return HttpResponse{200, {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}},
+                      std::move(body)};
+}
+
+// The same 400 for every Last-Event-ID that names no stream of the caller's session.
+HttpResponse bad_cursor() {
+  return HttpResponse{400, {{"Content-Type", "application/json"}},
+                      mcp::error_response(std::nullopt, mcp::kTransportError,
+                                          "Last-Event-ID names no stream of this session")};
+}
+
+std::uint64_t random_stream_id() {
+  std::uint64_t id = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof id) != 1) {
+    throw std::runtime_error("RAND_bytes failed");
+  }
+  return id;
+}
+
+constexpr std::string_view kJournalPrefix = "j/";
+// Runtime index of sessions with requests in flight: <session object id>/<request key>.
+constexpr std::string_view kInflightIndex = "mcp.inflight";
+// The alarm that removes finished streams once their retention has passed.
+constexpr std::string_view kRetentionAlarm = "streams";
+
 // MCP log levels (RFC 5424 severities), least severe first.
 constexpr std::array<std::string_view, 8> kLogLevels = {
     "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
@@ -69,15 +110,36 @@ bool parse_params(const Message& request, rapidjson::Document& doc) {
 
 struct McpSession::Exchange {
   std::shared_ptr<mcp::Responder> responder;
-  // The messages this response carries, in order. (The durable event log will store
-  // each one here, before it is sent.)
-  std::vector<std::string> events;
+  std::uint64_t stream = 0;
+  // The response body: every event of the stream, each stored in the event log first.
+  std::string body;
+  // Resumes (GET + Last-Event-ID) that wait for this stream's end, with their cursors.
+  std::vector<std::pair<std::shared_ptr<mcp::Responder>, mcp::EventId>> resumers;
   int outstanding = 0;   // tool calls not finished
   bool sealed = false;   // every message of the POST has been seen
   bool sent = false;
   Lease lease;           // a session with work in flight is never evicted
+};
 
-  void emit(std::string message) { events.push_back(std::move(message)); }
+class McpSession::Store : public mcp::SessionStore {
+ public:
+  explicit Store(McpSession& session) : session_(session) {}
+  Result<std::optional<std::string>> get(std::string_view key) override { return session_.get(key); }
+  Result<void> put(std::string_view key, std::string_view value) override {
+    return session_.put(key, value);
+  }
+  Result<bool> del(std::string_view key) override { return session_.del(key); }
+  Result<std::vector<storage::KeyValue>> list(std::string_view prefix, std::string_view start,
+                                              std::size_t limit) override {
+    ListOptions options;
+    options.prefix = std::string(prefix);
+    if (!start.empty()) options.start = std::string(start);
+    options.limit = limit;
+    return session_.list(options);
+  }
+
+ private:
+  McpSession& session_;
 };
 
 class McpSession::Storage : public mcp::ToolStorage {
@@ -130,7 +192,7 @@ class McpSession::CallContext : public mcp::ToolContext,
       w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
     }
     w.EndObject();
-    exchange_->emit(mcp::notification("notifications/progress", buffer.GetString()));
+    session_.emit(*exchange_, mcp::notification("notifications/progress", buffer.GetString()));
   }
 
   void log(std::string_view level, std::string_view data_json) override {
@@ -145,7 +207,7 @@ class McpSession::CallContext : public mcp::ToolContext,
     w.Key("data");
     w.RawValue(data_json.data(), data_json.size(), rapidjson::kObjectType);
     w.EndObject();
-    exchange_->emit(mcp::notification("notifications/message", buffer.GetString()));
+    session_.emit(*exchange_, mcp::notification("notifications/message", buffer.GetString()));
   }
 
   void after(std::chrono::milliseconds delay, std::function<void()> then) override {
@@ -155,7 +217,7 @@ class McpSession::CallContext : public mcp::ToolContext,
   void finish(mcp::ToolResult result) override {
     if (finished_) return;
     finished_ = true;
-    exchange_->emit(mcp::result_response(id_, result.json));
+    session_.emit(*exchange_, mcp::result_response(id_, result.json), id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
   }
@@ -183,7 +245,10 @@ class McpSession::CallContext : public mcp::ToolContext,
 // ---- the session ----
 
 McpSession::McpSession(const McpSessionOptions& options)
-    : options_(options), tool_storage_(std::make_unique<Storage>(*this)) {}
+    : options_(options),
+      tool_storage_(std::make_unique<Storage>(*this)),
+      store_(std::make_unique<Store>(*this)),
+      log_(*store_, options.event_limits) {}
 
 McpSession::~McpSession() = default;
 
@@ -224,6 +289,7 @@ void McpSession::handle(const SessionCall& call) {
     case SessionCall::Kind::post: return post(call);
     case SessionCall::Kind::remove: return answer_now(call, remove());
     case SessionCall::Kind::get:
+      if (call.last_event_id) return resume(call);
       // Standalone SSE streams come with live sinks; until then, say there is none (the
       // spec allows 405, and the SDK client then simply opens no GET stream).
       return answer_now(call, HttpResponse{405,
@@ -302,8 +368,35 @@ void McpSession::post(const SessionCall& call) {
   }
   auto exchange = std::make_shared<Exchange>();
   exchange->responder = call.responder;
-  exchange->lease = keep_alive();
   bool requests = false;
+  for (const auto& m : call.messages) requests = requests || m.kind == Message::Kind::request;
+  if (requests) {
+    exchange->lease = keep_alive();
+    // The response is a stream of its own, stored as it is written. Sessions that
+    // negotiated 2025-11-25 get a priming event first, so a client can resume even a
+    // stream that dropped before any work was done.
+    std::string first_request;
+    for (const auto& m : call.messages) {
+      if (m.kind == Message::Kind::request) {
+        first_request = m.id->to_key();
+        break;
+      }
+    }
+    std::int64_t retry = mcp::wants_priming(meta_->protocol_version) ? options_.retry_ms : 0;
+    for (int attempt = 0;; ++attempt) {
+      exchange->stream = random_stream_id();
+      auto opened = log_.open(exchange->stream, first_request, retry);
+      if (opened) {
+        if (retry > 0) exchange->body = sse_priming(mcp::EventId{exchange->stream, 0}, retry);
+        break;
+      }
+      if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
+        throw std::runtime_error(opened.error().describe());
+      }
+    }
+    live_.emplace(exchange->stream, exchange);
+  }
+  requests = false;
   for (const auto& m : call.messages) {
     switch (m.kind) {
       case Message::Kind::request:
@@ -338,20 +431,116 @@ void McpSession::post(const SessionCall& call) {
 void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
   if (!exchange->sealed || exchange->outstanding > 0 || exchange->sent) return;
   exchange->sent = true;
-  after_commit([exchange] {
-    exchange->responder->respond(event_stream(exchange->events));
+  live_.erase(exchange->stream);
+  if (auto ok = log_.finish(exchange->stream, clock().now_ms()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+  arm_retention();
+  // Resumes that waited get what follows their cursors, computed now (inside the turn).
+  std::vector<std::pair<std::shared_ptr<mcp::Responder>, HttpResponse>> resumed;
+  for (auto& [responder, cursor] : exchange->resumers) {
+    auto replay = log_.replay_after(cursor);
+    if (!replay) throw std::runtime_error(replay.error().describe());
+    std::string body;
+    for (const auto& e : replay->events) body += sse_event(e.id, e.data);
+    resumed.emplace_back(responder, body.empty() ? HttpResponse{204, {}, {}} : sse_response(body));
+  }
+  after_commit([exchange, resumed = std::move(resumed)]() mutable {
+    exchange->responder->respond(sse_response(std::move(exchange->body)));
+    for (auto& [responder, response] : resumed) responder->respond(std::move(response));
     exchange->lease = Lease();
   });
 }
 
+void McpSession::emit(Exchange& exchange, std::string message,
+                      const std::optional<mcp::RequestId>& final_for) {
+  auto id = log_.append(exchange.stream, message);
+  if (!id && id.error().code == ErrorCode::limit_exceeded && final_for) {
+    // A result too large to keep (and so to resume) is replaced by an error result that
+    // says how large it was.
+    message = mcp::result_response(
+        *final_for, mcp::ToolResult::error("the result of " + std::to_string(message.size()) +
+                                           " bytes is over the stream limit of " +
+                                           std::to_string(options_.event_limits.max_bytes) +
+                                           " bytes")
+                        .json);
+    id = log_.append(exchange.stream, message);
+  }
+  if (!id) throw std::runtime_error(id.error().describe());
+  exchange.body += sse_event(*id, message);
+  if (final_for) journal_del(*final_for);
+}
+
+void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
+  std::string key = id.to_key();
+  std::string record = "{\"stream\":\"" + mcp::stream_key(stream) + "\",\"generation\":" +
+                       std::to_string(epoch().generation) + ",\"activation\":" +
+                       std::to_string(epoch().activation) + "}";
+  // Record and index entry in one batch: the reaper finds the session through the index
+  // and the request through the record, or neither.
+  if (auto ok = put(std::string(kJournalPrefix) + key, record); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+  if (auto ok = index_put(kInflightIndex, inflight_key(key), ""); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+void McpSession::journal_del(const mcp::RequestId& id) {
+  std::string key = id.to_key();
+  if (auto ok = del(std::string(kJournalPrefix) + key); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+  if (auto ok = index_del(kInflightIndex, inflight_key(key)); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+void McpSession::arm_retention() {
+  auto next = log_.next_expiry();
+  if (!next) throw std::runtime_error(next.error().describe());
+  if (*next) {
+    if (auto ok = set_alarm(kRetentionAlarm, **next); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+  }
+}
+
+void McpSession::on_alarm(const AlarmInfo& info) {
+  if (info.name != kRetentionAlarm) return;
+  auto removed = log_.expire(clock().now_ms());
+  if (!removed) throw std::runtime_error(removed.error().describe());
+  arm_retention();
+}
+
+void McpSession::resume(const SessionCall& call) {
+  auto cursor = mcp::parse_event_id(*call.last_event_id);
+  if (!cursor) return answer_now(call, bad_cursor());
+  auto replay = log_.replay_after(*cursor);
+  if (!replay && replay.error().code == ErrorCode::not_found) return answer_now(call, bad_cursor());
+  if (!replay) throw std::runtime_error(replay.error().describe());
+  if (replay->truncated) {
+    log::warn("cursor_truncated", {{"session", session_id_}, {"cursor", *call.last_event_id}});
+  }
+  if (auto live = live_.find(cursor->stream); live != live_.end()) {
+    // Still being written: this GET gets what follows the cursor when the stream ends.
+    live->second->resumers.emplace_back(call.responder, *cursor);
+    return;
+  }
+  std::string body;
+  for (const auto& e : replay->events) body += sse_event(e.id, e.data);
+  if (body.empty() && replay->finished) return answer_now(call, HttpResponse{204, {}, {}});
+  answer_now(call, sse_response(std::move(body)));
+}
+
 void McpSession::answer(const Message& request, const std::shared_ptr<Exchange>& exchange) {
   const auto& method = request.method;
-  if (method == "ping") return exchange->emit(mcp::result_response(*request.id, "{}"));
-  if (method == "tools/list") return exchange->emit(list_tools(request));
+  if (method == "ping") return emit(*exchange, mcp::result_response(*request.id, "{}"));
+  if (method == "tools/list") return emit(*exchange, list_tools(request));
   if (method == "tools/call") return call_tool(request, exchange);
-  if (method == "logging/setLevel") return exchange->emit(set_log_level(request));
-  exchange->emit(mcp::error_response(request.id, mcp::kMethodNotFound,
-                                     "method not found: " + method));
+  if (method == "logging/setLevel") return emit(*exchange, set_log_level(request));
+  emit(*exchange, mcp::error_response(request.id, mcp::kMethodNotFound,
+                                      "method not found: " + method));
 }
 
 std::string McpSession::list_tools(const Message& request) {
@@ -394,20 +583,20 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   rapidjson::Document params;
   auto name = parse_params(request, params) ? params.FindMember("name") : params.MemberEnd();
   if (name == params.MemberEnd() || !name->value.IsString()) {
-    return exchange->emit(mcp::error_response(request.id, mcp::kInvalidParams,
-                                              "tools/call needs params.name (a string)"));
+    return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
+                                               "tools/call needs params.name (a string)"));
   }
   const mcp::ToolRegistry::Entry* entry =
       options_.tools ? options_.tools->find(name->value.GetString()) : nullptr;
   if (!entry) {
-    return exchange->emit(mcp::error_response(
-        request.id, mcp::kInvalidParams, std::string("unknown tool: ") + name->value.GetString()));
+    return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
+                                               std::string("unknown tool: ") + name->value.GetString()));
   }
   std::string arguments = "{}";
   if (auto it = params.FindMember("arguments"); it != params.MemberEnd()) {
     if (!it->value.IsObject()) {
-      return exchange->emit(mcp::error_response(request.id, mcp::kInvalidParams,
-                                                "params.arguments must be an object"));
+      return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
+                                                 "params.arguments must be an object"));
     }
     arguments = compact(it->value);
   }
@@ -419,10 +608,11 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
     }
   }
   if (auto valid = options_.tools->validate_arguments(*entry, arguments); !valid) {
-    return exchange->emit(
-        mcp::result_response(*request.id, mcp::ToolResult::error(valid.error().message).json));
+    return emit(*exchange,
+                mcp::result_response(*request.id, mcp::ToolResult::error(valid.error().message).json));
   }
   ++exchange->outstanding;
+  journal_put(*request.id, exchange->stream);
   log::debug("tool_call_started", {{"session", session_id_},
                                    {"tool", name->value.GetString()},
                                    {"request", request.id->to_json()}});
@@ -432,7 +622,22 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   context->run([&] { handler(context); });
 }
 
+std::string McpSession::inflight_key(std::string_view request_key) const {
+  return id().to_string() + "/" + std::string(request_key);
+}
+
 HttpResponse McpSession::remove() {
+  // Index entries live outside the session's keys: delete_all() would leave them.
+  ListOptions journal;
+  journal.prefix = std::string(kJournalPrefix);
+  auto records = list(journal);
+  if (!records) throw std::runtime_error(records.error().describe());
+  for (const auto& kv : *records) {
+    if (auto ok = index_del(kInflightIndex, inflight_key(kv.key.substr(kJournalPrefix.size()))); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+  }
+  live_.clear();
   if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
   meta_.reset();
   return HttpResponse{200, {}, {}};

@@ -83,6 +83,7 @@ void McpEndpoint::handle(HttpRequest request, Respond respond) const {
   } else {
     if (!facts.session_id) return respond(to_response(Rejection::missing_session()));
     call.kind = request.method == "GET" ? SessionCall::Kind::get : SessionCall::Kind::remove;
+    if (auto cursor = request.header("last-event-id")) call.last_event_id = std::string(*cursor);
   }
   call.session_id = std::string(*facts.session_id);
   call_session(std::move(call), request, std::move(respond));

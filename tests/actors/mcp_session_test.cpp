@@ -5,6 +5,7 @@
 
 #include <rapidjson/document.h>
 
+#include <set>
 #include <string>
 
 #include "dorm/actors/fixtures.hpp"
@@ -131,7 +132,16 @@ TEST_CASE("mcp session: initialize creates it; ping and notifications work; the 
 
   auto ping = f.post("s-0123456789abcdef", R"({"jsonrpc":"2.0","id":"p1","method":"ping"})");
   CHECK(ping.status == 200);
-  CHECK(ping.body == "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"result\":{}}\n\n");
+  // A stream of its own: the priming event (an id, the retry hint, empty data), then the
+  // response, each with an id <stream>-<seq>.
+  auto first_line = ping.body.substr(0, ping.body.find('\n'));
+  REQUIRE(first_line.rfind("id: ", 0) == 0);
+  auto primed = mcp::parse_event_id(first_line.substr(4));
+  REQUIRE(primed);
+  CHECK(primed->seq == 0);
+  CHECK(ping.body == "id: " + primed->to_string() + "\nretry: 500\ndata: \n\n" + "id: " +
+                         mcp::EventId{primed->stream, 1}.to_string() +
+                         "\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"result\":{}}\n\n");
 
   auto unknown = f.post("s-0123456789abcdef", R"({"jsonrpc":"2.0","id":2,"method":"no/such"})");
   CHECK(unknown.status == 200);
@@ -247,6 +257,10 @@ std::vector<rapidjson::Document> events(const HttpResponse& r) {
   std::size_t at = 0;
   while ((at = r.body.find("data: ", at)) != std::string::npos) {
     auto end = r.body.find('\n', at);
+    if (end == at + 6) {  // the priming event's empty data
+      at = end;
+      continue;
+    }
     out.emplace_back();
     out.back().Parse(r.body.substr(at + 6, end - at - 6).c_str());
     REQUIRE_FALSE(out.back().HasParseError());
@@ -369,4 +383,138 @@ TEST_CASE("logging/setLevel: a valid level is stored, anything else is -32602") 
   REQUIRE(raw->has_value());
   CHECK(mcp::SessionMeta::from_json(**raw)->log_level == "debug");
   f.expected_active = 0;
+}
+
+namespace {
+
+// The id of the first event of an SSE body with the given seq, if any.
+std::optional<mcp::EventId> event_id(const HttpResponse& r, std::uint64_t seq) {
+  std::size_t at = 0;
+  while ((at = r.body.find("id: ", at)) != std::string::npos) {
+    auto end = r.body.find('\n', at);
+    auto id = mcp::parse_event_id(r.body.substr(at + 4, end - at - 4));
+    if (id && id->seq == seq) return id;
+    at = end;
+  }
+  return std::nullopt;
+}
+
+std::size_t count_prefix(storage::MemoryBackend& memory, const std::string& prefix) {
+  auto rows = memory.scan(storage::ScanOptions::with_prefix(prefix));
+  REQUIRE(rows.ok());
+  return rows->size();
+}
+
+}  // namespace
+
+TEST_CASE("streams: no priming for a 2025-06-18 session; ids unique across its streams") {
+  SessionFixture f;
+  const std::string s = "s-old-version-0001";
+  REQUIRE(f.initialize(s, "2025-06-18").status == 200);
+  std::set<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto res = f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
+    CHECK(res.body.find("retry:") == std::string::npos);
+    auto id = event_id(res, 0);
+    REQUIRE(id);
+    CHECK(ids.insert(id->to_string()).second);
+  }
+  f.expected_active = 1;
+}
+
+TEST_CASE("journal and resume: a record exists exactly while its call runs; a resume waits for the end, then 204") {
+  SessionFixture f;
+  const std::string s = "s-journal-resume01";
+  REQUIRE(f.initialize(s).status == 200);
+  auto object = f.runtime->id_from_name(actors::kMcpSessionNamespace, s);
+  std::string journal = keys::object_prefix(object.ns(), object.body()) + keys::kObjectData + "j/";
+  std::string index = keys::index_entry("mcp.inflight", "");
+  CHECK(count_prefix(f.memory, journal) == 0);
+
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000},"_meta":{"progressToken":1}}})");
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(c), answer);
+  f.runtime->run_until_idle();
+  CHECK(count_prefix(f.memory, journal) == 1);
+  auto entries = f.runtime->scan_index("mcp.inflight");
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 1);
+  CHECK((*entries)[0].key == object.to_string() + "/s:call-1");
+
+  // The stream's id is known from its priming event (stored before any work).
+  auto streams = count_prefix(f.memory, keys::object_prefix(object.ns(), object.body()) + keys::kObjectData + "l/");
+  CHECK(streams == 1);
+  auto rows = f.memory.scan(storage::ScanOptions::with_prefix(keys::object_prefix(object.ns(), object.body()) + keys::kObjectData + "l/"));
+  std::string stream_hex = (*rows)[0].key.substr((*rows)[0].key.size() - 16);
+  mcp::EventId primed = *mcp::parse_event_id(stream_hex + "-0");
+
+  // A resume from the priming event while the call runs waits for the end of the stream.
+  SessionCall get;
+  get.kind = SessionCall::Kind::get;
+  get.session_id = s;
+  get.caller = f.alice;
+  get.last_event_id = primed.to_string();
+  auto resumed = std::make_shared<std::optional<HttpResponse>>();
+  f.send(get, resumed);
+  f.runtime->run_until_idle();
+  CHECK_FALSE(resumed->has_value());
+
+  f.run_until(f.clock.now_ms() + 2000);
+  REQUIRE(answer->has_value());
+  REQUIRE(resumed->has_value());
+  CHECK(count_prefix(f.memory, journal) == 0);
+  CHECK(f.runtime->scan_index("mcp.inflight")->empty());
+  auto replayed = events(**resumed);
+  REQUIRE(replayed.size() == 3);  // progress 1000, 2000, the result
+  CHECK(text_of(replayed[2]) == "slept 2000 ms");
+  CHECK((**resumed).body == (**answer).body.substr((**answer).body.find("\n\n") + 2));
+
+  // Nothing after the last event of a finished stream: 204, for the whole retention.
+  auto last = event_id(**answer, 3);
+  REQUIRE(last);
+  get.last_event_id = last->to_string();
+  CHECK(f.call(get).status == 204);
+  f.run_until(f.clock.now_ms() + 14 * 60 * 1000 + 59 * 1000);
+  CHECK(f.call(get).status == 204);
+  get.last_event_id = primed.to_string();
+  CHECK(events(f.call(get)).size() == 3);
+  // Past 15 minutes the retention alarm removes the stream: its keys are gone.
+  f.run_until(f.clock.now_ms() + 2000);
+  CHECK(count_prefix(f.memory, keys::object_prefix(object.ns(), object.body()) + keys::kObjectData + "e/") == 0);
+  CHECK(f.call(get).status == 400);
+  f.expected_active = 1;
+}
+
+TEST_CASE("resume: another session's, unknown and malformed Last-Event-IDs all get the same 400") {
+  SessionFixture f;
+  REQUIRE(f.initialize("s-resume-a-0000001").status == 200);
+  REQUIRE(f.initialize("s-resume-b-0000001").status == 200);
+  auto a = f.post("s-resume-a-0000001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})");
+  auto a_id = event_id(a, 0);
+  REQUIRE(a_id);
+  SessionCall get;
+  get.kind = SessionCall::Kind::get;
+  get.session_id = "s-resume-b-0000001";
+  get.caller = f.alice;
+  std::vector<HttpResponse> answers;
+  for (std::string cursor : {a_id->to_string(), std::string("0123456789abcdef-1"), std::string("garbage"),
+                             mcp::EventId{a_id->stream, 99}.to_string()}) {
+    get.last_event_id = cursor;
+    answers.push_back(f.call(get));
+  }
+  for (const auto& r : answers) {
+    CHECK(r.status == 400);
+    CHECK(r.body == answers[0].body);
+  }
+  // The owner session resumes its own stream fine.
+  get.session_id = "s-resume-a-0000001";
+  get.last_event_id = a_id->to_string();
+  auto own = f.call(get);
+  CHECK(own.status == 200);
+  CHECK(events(own).size() == 1);
+  f.expected_active = 2;
 }

@@ -88,3 +88,40 @@ test('with --http-threads 1, a ping on another session is answered while spin ho
   assert.equal(sseMessages(spun.text)[0].result.content[0].text, 'spun');
   assert.deepEqual(order, ['ping', 'spin']);
 });
+
+test('SDK client: a second client with the first one\'s resumption token gets the result; so does one after SIGKILL and restart', async (t) => {
+  const { CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const first = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
+  const one = await connectClient(t, first.url);
+  const tokens = [];
+  const result = await one.client.request(
+    { method: 'tools/call', params: { name: 'echo', arguments: { text: 'resumable' } } },
+    CallToolResultSchema,
+    { onresumptiontoken: (token) => tokens.push(token) },
+  );
+  assert.equal(textOf(result), 'resumable');
+  // The priming event's id comes first: a resume from it replays the whole stream.
+  assert.ok(tokens.length >= 2, `tokens: ${tokens}`);
+  assert.match(tokens[0], /^[0-9a-f]{16}-0$/);
+  const sessionId = one.transport.sessionId;
+  const protocolVersion = one.transport.protocolVersion;
+
+  const two = await connectClient(t, first.url, { sessionId, protocolVersion });
+  const replayed = await two.client.request(
+    { method: 'tools/call', params: { name: 'echo', arguments: { text: 'ignored: not sent again' } } },
+    CallToolResultSchema,
+    { resumptionToken: tokens[0] },
+  );
+  assert.equal(textOf(replayed), 'resumable');
+
+  first.proc.kill('SIGKILL');
+  await first.proc.waitForExit();
+  const second = await startServe(t, { dataDir: first.dataDir, listen: `127.0.0.1:${first.port}`, extraArgs: ['--fixtures', 'testing'] });
+  const three = await connectClient(t, second.url, { sessionId, protocolVersion });
+  const afterRestart = await three.client.request(
+    { method: 'tools/call', params: { name: 'echo', arguments: { text: 'ignored' } } },
+    CallToolResultSchema,
+    { resumptionToken: tokens[0] },
+  );
+  assert.equal(textOf(afterRestart), 'resumable');
+});

@@ -11,10 +11,12 @@
 // endpoint sends them, and so can a test on virtual time.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
 #include "dorm/mcp/session_call.hpp"
+#include "dorm/mcp/event_log.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/runtime/runtime.hpp"
@@ -28,6 +30,10 @@ struct McpSessionOptions {
   const mcp::ToolRegistry* tools = nullptr;
   // tools/list page size.
   std::size_t page_size = 100;
+  // The `retry:` hint of priming events (sessions of 2025-11-25 and later): how long a
+  // client waits before it resumes a dropped stream.
+  std::int64_t retry_ms = 500;
+  mcp::EventLogLimits event_limits;
   // Until the idle policy (DESIGN §6) takes over eviction: sessions idle this long leave
   // memory (their storage stays).
   std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
@@ -39,11 +45,13 @@ class McpSession : public DurableObject {
   ~McpSession() override;
   void on_start(StartReason reason) override;
   caf::behavior behavior() override;
+  void on_alarm(const AlarmInfo& info) override;
 
   // One HTTP response being built, and the tool calls it waits for.
   struct Exchange;
   class CallContext;
   class Storage;
+  class Store;
 
  private:
   void handle(const mcp::SessionCall& call);
@@ -60,10 +68,24 @@ class McpSession : public DurableObject {
   void complete(const std::shared_ptr<Exchange>& exchange);
   void store_meta();
   void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
+  // Stores `message` in the exchange's stream and adds it to the response. `final_for`:
+  // the message is that request's final response (its journal record goes with it).
+  void emit(Exchange& exchange, std::string message,
+            const std::optional<mcp::RequestId>& final_for = std::nullopt);
+  // A GET with Last-Event-ID: replay after the cursor, or wait for a live stream's end.
+  void resume(const mcp::SessionCall& call);
+  void journal_put(const mcp::RequestId& id, std::uint64_t stream);
+  void journal_del(const mcp::RequestId& id);
+  void arm_retention();
+  // This session's key in the runtime index of sessions with requests in flight.
+  std::string inflight_key(std::string_view request_key) const;
 
   const McpSessionOptions& options_;
   std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)
   std::unique_ptr<Storage> tool_storage_;
+  std::unique_ptr<Store> store_;
+  mcp::EventLog log_;
+  std::map<std::uint64_t, std::shared_ptr<Exchange>> live_;  // streams still being written
   std::string session_id_;  // as the last call named it (for logs)
 };
 

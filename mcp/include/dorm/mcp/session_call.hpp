@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct SessionCall {
   // POST (and initialize): the parsed body.
   std::vector<Message> messages;
   bool batch = false;
+  // GET: the Last-Event-ID header, if any (a resume).
+  std::optional<std::string> last_event_id;
   // Where the answer goes. The session's handler replies nothing itself.
   std::shared_ptr<Responder> responder;
 };
