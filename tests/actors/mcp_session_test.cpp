@@ -518,3 +518,57 @@ TEST_CASE("resume: another session's, unknown and malformed Last-Event-IDs all g
   CHECK(events(own).size() == 1);
   f.expected_active = 2;
 }
+
+TEST_CASE("journal: when the commit of the final response fails, the record stays for the reaper; 204 after an error response") {
+  SessionFixture f;
+  const std::string s = "s-journal-fail-001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto object = f.runtime->id_from_name(actors::kMcpSessionNamespace, s);
+  std::string journal = keys::object_prefix(object.ns(), object.body()) + keys::kObjectData + "j/";
+
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1000}}})");
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(c), answer);
+  f.runtime->run_until_idle();
+  CHECK(count_prefix(f.memory, journal) == 1);
+  CHECK(f.runtime->scan_index("mcp.inflight")->size() == 1);
+  // The turn that would store the result (and drop the record) fails to commit: the
+  // session resets, the client is told to retry, and the record is still there.
+  f.faulty.fail_commit(1);
+  f.run_until(f.clock.now_ms() + 1000);
+  REQUIRE(answer->has_value());
+  CHECK((**answer).status == 503);
+  CHECK(count_prefix(f.memory, journal) == 1);
+  CHECK(f.runtime->scan_index("mcp.inflight")->size() == 1);
+
+  // An error response ends its stream too: a resume after it gets 204.
+  auto err = f.post(s, R"({"jsonrpc":"2.0","id":6,"method":"no/such"})");
+  auto last = event_id(err, 1);
+  REQUIRE(last);
+  SessionCall get;
+  get.kind = SessionCall::Kind::get;
+  get.session_id = s;
+  get.caller = f.alice;
+  get.last_event_id = last->to_string();
+  CHECK(f.call(get).status == 204);
+  f.expected_active = 1;
+}
+
+TEST_CASE("a tool result over the 4 MiB stream limit is replaced by an error result naming its size") {
+  SessionFixture f;
+  const std::string s = "s-big-result-00001";
+  REQUIRE(f.initialize(s).status == 200);
+  std::string text(4 * 1024 * 1024 + 10, 'q');
+  auto res = f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":")" + text + R"("}}})");
+  auto ev = events(res);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0]["result"]["isError"].GetBool());
+  CHECK(text_of(ev[0]).find("is over the stream limit of 4194304 bytes") != std::string::npos);
+  CAPTURE(text_of(ev[0]));
+  CHECK(text_of(ev[0]).find("the result of 4194") != std::string::npos);
+  f.expected_active = 1;
+}

@@ -218,3 +218,26 @@ test('a request sent between bind and ready waits, then succeeds', async (t) => 
   assert.deepEqual(sseMessages(text), [{ jsonrpc: '2.0', id: 9, result: {} }]);
   await second.waitForLine(/^listening on http:\/\/127\.0\.0\.1:\d+\/mcp$/);
 });
+
+test('responses are resumable streams: priming with --retry-ms, ids <stream>-<seq>, resume and 204 by Last-Event-ID', async (t) => {
+  const { url } = await startServe(t, { extraArgs: ['--retry-ms', '250'] });
+  const session = await openSession(url);
+  const { text } = await post(url, ping(5), { session });
+  const lines = text.split('\n');
+  assert.match(lines[0], /^id: [0-9a-f]{16}-0$/);
+  assert.equal(lines[1], 'retry: 250');
+  assert.equal(lines[2], 'data: ');
+  const ids = [...text.matchAll(/^id: (\S+)$/gm)].map((m) => m[1]);
+  assert.equal(ids.length, 2);
+  assert.equal(ids[1], ids[0].replace(/-0$/, '-1'));
+
+  const resumed = await request(url, 'GET', { session, headers: { 'last-event-id': ids[0] } });
+  assert.equal(resumed.res.status, 200);
+  assert.deepEqual(sseMessages(resumed.text), [{ jsonrpc: '2.0', id: 5, result: {} }]);
+  assert.equal((await request(url, 'GET', { session, headers: { 'last-event-id': ids[1] } })).res.status, 204);
+  const other = await openSession(url);
+  const foreign = await request(url, 'GET', { session: other, headers: { 'last-event-id': ids[0] } });
+  const junk = await request(url, 'GET', { session: other, headers: { 'last-event-id': 'junk' } });
+  assert.equal(foreign.res.status, 400);
+  assert.equal(foreign.text, junk.text);
+});

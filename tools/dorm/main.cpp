@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--tools-page-size", serve.tools_page_size, "Tools per tools/list page")
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000));
+  serve_cmd->add_option("--retry-ms", serve.retry_ms,
+                        "The retry hint of priming events: how long a client waits before resuming")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 60'000));
   serve_cmd->add_option("--trace-file", serve.trace_file,
                         "Append finished spans to this file as OTLP JSON lines");
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")

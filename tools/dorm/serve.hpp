@@ -23,6 +23,8 @@ struct ServeOptions {
   // Fixture tool sets to register (see dorm/actors/fixtures.hpp).
   std::vector<std::string> fixtures;
   std::size_t tools_page_size = 100;
+  // The retry hint of priming events, in milliseconds.
+  std::int64_t retry_ms = 500;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status
