@@ -203,9 +203,30 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_after(options().idle_timeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
-                        if (ec || !keep_alive) return self->close();
+                        if (ec) return self->close();
+                        if (!keep_alive) return self->linger();
                         self->read();
                       });
+  }
+
+  // Ends a connection whose client may still be sending (a refused body, say): stop
+  // sending, then read and discard until the client closes, for a bounded time. Closing
+  // with unread bytes would reset the connection, and the client could lose the answer
+  // it has not read yet.
+  void linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(options().header_timeout);
+    drain();
+  }
+
+  void drain() {
+    buffer_.consume(buffer_.size());
+    stream_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();
+                              self->drain();
+                            });
   }
 
   void close() {
