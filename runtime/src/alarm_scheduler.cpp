@@ -81,6 +81,11 @@ void AlarmScheduler::tick() {
         continue;
       }
       if (key->due_ms > now) {
+        // Every entry before this one was delivered, is in flight or was skipped, so the
+        // next scan may start here. Left behind, the cursor would make every scan step
+        // again over the deleted entries of all alarms delivered since the store last
+        // compacted them away (at a start, the cursor is the start of the index).
+        cursor_ = kv.key;
         consider(key->due_ms);
         done = true;
         break;

@@ -41,6 +41,17 @@ rocksdb::Options RocksDbBackend::make_options(const Tuning& tuning) {
   // number of table files grows.
   table.cache_index_and_filter_blocks = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
+  // Filters and indexes in 4 KiB partitions, with only their small top levels pinned. The
+  // cache is split into 64 shards (1 MiB each at 64 MiB), and a whole-file filter larger
+  // than a shard is evicted as soon as it is inserted: a table of ~850k keys (one flushed
+  // memtable of alarm records) has a 1 MiB filter, a compacted one of 2M keys a 2.5 MiB
+  // one, and every point read then read that whole filter from the file again. Found by
+  // `dorm bench runtime`: over a compacted store of 1M alarms, turns that set 100 alarms
+  // took ~100 ms each (50,000 alarms in 69 s; partitioned: under a second).
+  table.partition_filters = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.metadata_block_size = 4096;
+  table.pin_top_level_index_and_filter = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return options;
 }

@@ -6,6 +6,7 @@
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
 #include "bench/eviction_bench.hpp"
+#include "bench/runtime_bench.hpp"
 #include "bench/storage_bench.hpp"
 #endif
 #include "version.hpp"
@@ -88,6 +89,42 @@ int main(int argc, char** argv) {
   bench_eviction->add_option("--rounds", eviction_bench.rounds, "Rounds (median over them)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  dorm::bench::RuntimeBenchOptions runtime_bench;
+  auto* bench_runtime = bench_cmd->add_subcommand(
+      "runtime", "The runtime against bare CAF: round trips, idle memory, cold activation, alarms");
+  bench_runtime->add_option("--dir", runtime_bench.dir, "Directory for the databases (default: a temporary one)");
+  bench_runtime->add_option("--rounds", runtime_bench.rounds, "Rounds (median over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  bench_runtime->add_option("--workers", runtime_bench.workers, "CAF worker threads, dorm and bare CAF alike")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  bench_runtime->add_option("--in-flight", runtime_bench.in_flight, "Requests outstanding at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench_runtime->add_option("--requests", runtime_bench.requests, "Round trips per row, subject and round")
+      ->capture_default_str()
+      ->check(CLI::Range(1000, 100'000'000));
+  bench_runtime->add_option("--idle-objects", runtime_bench.idle_objects, "Idle resident objects (memory)")
+      ->capture_default_str()
+      ->check(CLI::Range(1000, 10'000'000));
+  bench_runtime->add_option("--cold-objects", runtime_bench.cold_objects, "Objects on disk (cold activation)")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 100'000'000));
+  bench_runtime->add_option("--cold-sample", runtime_bench.cold_sample, "Cold activations per round")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 100'000'000));
+  bench_runtime->add_option("--alarms", runtime_bench.alarms, "Pending alarms (a multiple of 100)")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 100'000'000));
+  bench_runtime->add_option("--alarm-rate", runtime_bench.alarm_rate, "Alarms per second coming due while measuring")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 1'000'000));
+  bench_runtime->add_option("--alarm-window", runtime_bench.alarm_window_s, "Seconds over which they come due")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 600));
+  bench_runtime->add_option("--part", runtime_bench.parts, "Run only this part (repeatable; default: all)")
+      ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms"}));
   std::string fill_dir;
   auto* bench_fill = bench_cmd->add_subcommand("storage-fill", "");  // internal helper
   bench_fill->group("");  // hidden from --help
@@ -107,6 +144,7 @@ int main(int argc, char** argv) {
     if (bench_storage->parsed()) return dorm::bench::run_storage_bench(storage_bench);
     if (bench_fill->parsed()) return dorm::bench::storage_bench_fill_and_wait(fill_dir);
     if (bench_eviction->parsed()) return dorm::bench::run_eviction_bench(eviction_bench);
+    if (bench_runtime->parsed()) return dorm::bench::run_runtime_bench(runtime_bench);
   } catch (const std::exception& e) {
     dorm::log::error("benchmark_failed", {{"error", e.what()}});
     return 1;

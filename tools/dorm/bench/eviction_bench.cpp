@@ -9,14 +9,10 @@
 // resident; the allocator keeps that high-water mark, so the ratio grows with K.
 #include "eviction_bench.hpp"
 
-#include <malloc.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -46,13 +42,7 @@ class Touched : public DurableObject {
   std::string state_;
 };
 
-double rss_mib() {
-  malloc_trim(0);
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
-}
+double rss_mib() { return resident_bytes() / (1 << 20); }
 
 // Sends one touch to each of objects [first, last) and waits for every answer.
 void touch(Runtime& runtime, int first, int last, int window) {
