@@ -110,8 +110,9 @@ class IndexWatch final : public storage::BackendWrapper {
   Steady::time_point wait_first_scan() const {
     auto deadline = Steady::now() + std::chrono::seconds(10);
     while (first_scan_ns_.load() == 0) {
-      if (Steady::now() > deadline)
+      if (Steady::now() > deadline) {
         throw std::runtime_error("the alarm scheduler never read its index");
+      }
       std::this_thread::yield();
     }
     return Steady::time_point(Steady::duration(first_scan_ns_.load()));
