@@ -65,19 +65,6 @@ struct SessionFixture : RuntimeFixture {
     return **answer;
   }
 
-  // Fires timers in order up to `until` on the virtual clock (a timer armed by a turn
-  // counts from that turn's time, as on a real clock).
-  void run_until(std::int64_t until) {
-    while (auto at = runtime->next_timer_ms()) {
-      if (*at > until) break;
-      runtime->run_until_next_timer();
-    }
-    if (clock.now_ms() < until) {
-      clock.advance(until - clock.now_ms());
-      runtime->run_until_idle();
-    }
-  }
-
   HttpResponse initialize(const std::string& session, std::string_view version = "2025-11-25",
                           Identity who = {"alice", "acme"}) {
     SessionCall c;

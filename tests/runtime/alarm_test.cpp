@@ -118,17 +118,6 @@ struct AlarmFixture : RuntimeFixture {
     REQUIRE_MESSAGE(r.ok(), r.error_text());
     return *r.value;
   }
-  // Runs timers until none is pending or the clock passes `until`.
-  void run_until(std::int64_t until) {
-    while (auto at = runtime->next_timer_ms()) {
-      if (*at > until) break;
-      runtime->run_until_next_timer();
-    }
-    if (clock.now_ms() < until) {
-      clock.advance(until - clock.now_ms());
-      runtime->run_until_idle();
-    }
-  }
   std::size_t alarm_index_size() {
     auto entries = runtime->scan_index("dorm.alarms");
     REQUIRE(entries.ok());

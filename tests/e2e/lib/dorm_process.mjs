@@ -58,44 +58,31 @@ export class DormProcess {
     }
   }
 
-  // Resolves with the first stdout line matching `re`; rejects on exit or after WAIT_MS.
+  // Resolves with the first stdout line matching `re`; rejects on exit or after `ms`.
   waitForLine(re, ms = WAIT_MS) {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const line = this.stdoutLines.find((l) => re.test(l));
-        if (line !== undefined) { done(); resolve(line); return; }
-        if (!this.running()) {
-          done();
-          reject(new Error(`dorm exited (${this.exitCode ?? this.exitSignal}) before ${re}; stderr:\n${this.stderr}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no line matching ${re} within ${ms} ms; stderr:\n${this.stderr}`));
-      }, ms);
-      const done = () => {
-        clearTimeout(timer);
-        this.lineWaiters = this.lineWaiters.filter((w) => w !== check);
-      };
-      this.lineWaiters.push(check);
-      check();
-    });
+    return this.waitFor(() => this.stdoutLines.find((l) => re.test(l)), `a line matching ${re}`, ms);
   }
 
-  // Resolves with the first match of `re` in stderr; rejects on exit or after WAIT_MS.
+  // Resolves with the first match of `re` in stderr; rejects on exit or after `ms`.
   waitForStderr(re, ms = WAIT_MS) {
+    return this.waitFor(() => this.stderr.match(re) ?? undefined, `stderr matching ${re}`, ms);
+  }
+
+  // Resolves with probe()'s first defined value, re-probing whenever output arrives;
+  // rejects when the child exits first or after `ms`.
+  waitFor(probe, what, ms) {
     return new Promise((resolve, reject) => {
       const check = () => {
-        const m = this.stderr.match(re);
-        if (m) { done(); resolve(m); return; }
+        const found = probe();
+        if (found !== undefined) { done(); resolve(found); return; }
         if (!this.running()) {
           done();
-          reject(new Error(`dorm exited (${this.exitCode ?? this.exitSignal}) before ${re}; stderr:\n${this.stderr}`));
+          reject(new Error(`dorm exited (${this.exitCode ?? this.exitSignal}) before ${what}; stderr:\n${this.stderr}`));
         }
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`no stderr match for ${re} within ${ms} ms; stderr:\n${this.stderr}`));
+        reject(new Error(`no ${what} within ${ms} ms; stderr:\n${this.stderr}`));
       }, ms);
       const done = () => {
         clearTimeout(timer);

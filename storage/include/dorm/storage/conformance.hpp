@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -345,8 +346,9 @@ inline void concurrent_readers_see_whole_batches(const Factory& f) {
   write(0);
   std::atomic<bool> done{false};
   std::atomic<int> torn{0};
-  std::atomic<int> reads{0};
-  auto reader = [&](bool use_get_many) {
+  std::atomic<int> scans{0};
+  std::atomic<int> multi_gets{0};
+  auto reader = [&](bool use_get_many, std::atomic<int>& reads) {
     std::vector<std::string> keys;
     for (int i = 0; i < kKeys; ++i) keys.push_back(key(i));
     while (!done.load()) {
@@ -367,16 +369,37 @@ inline void concurrent_readers_see_whole_batches(const Factory& f) {
       ++reads;
     }
   };
-  std::thread r1(reader, false);
-  std::thread r2(reader, true);
-  for (int n = 1; n <= kBatches; ++n) write(n);
+  std::thread r1(reader, false, std::ref(scans));
+  std::thread r2(reader, true, std::ref(multi_gets));
+  // The readers must really overlap the writes: start writing once both have read, and
+  // keep writing until both have read a few more times (bounded, in case one starves).
+  constexpr int kOverlap = 20;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((scans.load() == 0 || multi_gets.load() == 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  int scans_before = scans.load();
+  int gets_before = multi_gets.load();
+  int n = 1;
+  while ((n <= kBatches || scans.load() < scans_before + kOverlap ||
+          multi_gets.load() < gets_before + kOverlap) &&
+         std::chrono::steady_clock::now() < deadline) {
+    write(n++);
+  }
   done = true;
   r1.join();
   r2.join();
   CHECK(torn.load() == 0);
-  CHECK(reads.load() > 0);
-  CHECK(must_scan(*b, ScanOptions::with_prefix("members/")).size() == kBatches + 1);
-  CHECK(**b->get(key(0)) == std::to_string(kBatches));
+  CHECK(scans.load() >= scans_before + kOverlap);
+  CHECK(multi_gets.load() >= gets_before + kOverlap);
+  CHECK(scans_before > 0);
+  CHECK(gets_before > 0);
+  int last = n - 1;  // batches 0..last were written
+  CHECK(last >= kBatches);
+  CHECK(must_scan(*b, ScanOptions::with_prefix("members/")).size() ==
+        static_cast<std::size_t>(last + 1));
+  CHECK(**b->get(key(0)) == std::to_string(last));
 }
 
 inline void close_and_reopen(const Factory& f) {
