@@ -22,6 +22,12 @@ using mcp::Message;
 using mcp::SessionCall;
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
+// The member `key` of `obj`, or null. (No iterator comparisons here: clang in C++20 mode
+// warns that RapidJSON 1.1's member iterators compare ambiguously.)
+const rapidjson::Value* member(const rapidjson::Value& obj, const char* key) {
+  return obj.IsObject() && obj.HasMember(key) ? &obj[key] : nullptr;
+}
+
 std::string compact(const rapidjson::Value& value) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
@@ -308,22 +314,22 @@ HttpResponse McpSession::initialize(const SessionCall& call) {
   }
   rapidjson::Document params;
   bool is_object = parse_params(request, params);
-  auto version = is_object ? params.FindMember("protocolVersion") : params.MemberEnd();
-  if (!is_object || version == params.MemberEnd() || !version->value.IsString()) {
+  const rapidjson::Value* version = is_object ? member(params, "protocolVersion") : nullptr;
+  if (!version || !version->IsString()) {
     return bad_request(request.id, mcp::kInvalidParams,
                        "initialize needs params.protocolVersion (a string)");
   }
   mcp::SessionMeta meta;
-  meta.protocol_version = std::string(mcp::negotiate(version->value.GetString()));
+  meta.protocol_version = std::string(mcp::negotiate(version->GetString()));
   for (auto [key, target] : {std::pair{"capabilities", &meta.client_capabilities},
                              std::pair{"clientInfo", &meta.client_info}}) {
-    auto it = params.FindMember(key);
-    if (it == params.MemberEnd()) continue;
-    if (!it->value.IsObject()) {
+    const rapidjson::Value* value = member(params, key);
+    if (!value) continue;
+    if (!value->IsObject()) {
       return bad_request(request.id, mcp::kInvalidParams,
                          std::string("initialize params.") + key + " must be an object");
     }
-    *target = compact(it->value);
+    *target = compact(*value);
   }
   meta.owner = call.caller;
   meta.created_ms = clock().now_ms();
@@ -549,11 +555,11 @@ std::string McpSession::list_tools(const Message& request) {
     return mcp::error_response(request.id, mcp::kInvalidParams, "params must be an object");
   }
   std::optional<std::string_view> cursor;
-  if (auto it = params.FindMember("cursor"); it != params.MemberEnd()) {
-    if (!it->value.IsString()) {
+  if (const rapidjson::Value* value = member(params, "cursor")) {
+    if (!value->IsString()) {
       return mcp::error_response(request.id, mcp::kInvalidParams, "cursor must be a string");
     }
-    cursor = std::string_view(it->value.GetString(), it->value.GetStringLength());
+    cursor = std::string_view(value->GetString(), value->GetStringLength());
   }
   mcp::ToolRegistry empty;
   const mcp::ToolRegistry& tools = options_.tools ? *options_.tools : empty;
@@ -567,45 +573,42 @@ std::string McpSession::list_tools(const Message& request) {
 
 std::string McpSession::set_log_level(const Message& request) {
   rapidjson::Document params;
-  auto level = parse_params(request, params) ? params.FindMember("level") : params.MemberEnd();
-  if (level == params.MemberEnd() || !level->value.IsString() ||
-      log_rank(level->value.GetString()) < 0) {
+  const rapidjson::Value* level = parse_params(request, params) ? member(params, "level") : nullptr;
+  if (!level || !level->IsString() || log_rank(level->GetString()) < 0) {
     return mcp::error_response(request.id, mcp::kInvalidParams,
                                "params.level must be one of debug, info, notice, warning, "
                                "error, critical, alert, emergency");
   }
-  meta_->log_level = level->value.GetString();
+  meta_->log_level = level->GetString();
   store_meta();
   return mcp::result_response(*request.id, "{}");
 }
 
 void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchange>& exchange) {
   rapidjson::Document params;
-  auto name = parse_params(request, params) ? params.FindMember("name") : params.MemberEnd();
-  if (name == params.MemberEnd() || !name->value.IsString()) {
+  const rapidjson::Value* name = parse_params(request, params) ? member(params, "name") : nullptr;
+  if (!name || !name->IsString()) {
     return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
                                                "tools/call needs params.name (a string)"));
   }
   const mcp::ToolRegistry::Entry* entry =
-      options_.tools ? options_.tools->find(name->value.GetString()) : nullptr;
+      options_.tools ? options_.tools->find(name->GetString()) : nullptr;
   if (!entry) {
     return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
-                                               std::string("unknown tool: ") + name->value.GetString()));
+                                               std::string("unknown tool: ") + name->GetString()));
   }
   std::string arguments = "{}";
-  if (auto it = params.FindMember("arguments"); it != params.MemberEnd()) {
-    if (!it->value.IsObject()) {
+  if (const rapidjson::Value* args = member(params, "arguments")) {
+    if (!args->IsObject()) {
       return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
                                                  "params.arguments must be an object"));
     }
-    arguments = compact(it->value);
+    arguments = compact(*args);
   }
   std::string progress_token;
-  if (auto meta = params.FindMember("_meta"); meta != params.MemberEnd() && meta->value.IsObject()) {
-    if (auto token = meta->value.FindMember("progressToken");
-        token != meta->value.MemberEnd() && (token->value.IsString() || token->value.IsInt64())) {
-      progress_token = compact(token->value);
-    }
+  if (const rapidjson::Value* meta = member(params, "_meta")) {
+    const rapidjson::Value* token = member(*meta, "progressToken");
+    if (token && (token->IsString() || token->IsInt64())) progress_token = compact(*token);
   }
   if (auto valid = options_.tools->validate_arguments(*entry, arguments); !valid) {
     return emit(*exchange,
@@ -614,7 +617,7 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   ++exchange->outstanding;
   journal_put(*request.id, exchange->stream);
   log::debug("tool_call_started", {{"session", session_id_},
-                                   {"tool", name->value.GetString()},
+                                   {"tool", name->GetString()},
                                    {"request", request.id->to_json()}});
   auto context = std::make_shared<CallContext>(*this, exchange, *request.id, std::move(arguments),
                                                std::move(progress_token));

@@ -47,9 +47,14 @@ Result<SessionMeta> SessionMeta::from_json(std::string_view json) {
   rapidjson::Document doc;
   doc.Parse(json.data(), json.size());
   if (doc.HasParseError() || !doc.IsObject()) return corrupt("not a JSON object");
+  // Members by key, never by iterator: clang in C++20 mode warns that RapidJSON 1.1's
+  // member iterators compare ambiguously.
+  auto member = [](const rapidjson::Value& obj, const char* key) -> const rapidjson::Value* {
+    return obj.IsObject() && obj.HasMember(key) ? &obj[key] : nullptr;
+  };
   auto string_of = [&](const rapidjson::Value& obj, const char* key) -> const rapidjson::Value* {
-    auto it = obj.FindMember(key);
-    return it != obj.MemberEnd() && it->value.IsString() ? &it->value : nullptr;
+    const rapidjson::Value* v = member(obj, key);
+    return v && v->IsString() ? v : nullptr;
   };
   auto compact = [](const rapidjson::Value& v) {
     rapidjson::StringBuffer buffer;
@@ -60,27 +65,26 @@ Result<SessionMeta> SessionMeta::from_json(std::string_view json) {
   SessionMeta meta;
   auto version = string_of(doc, "protocolVersion");
   auto level = string_of(doc, "logLevel");
-  auto owner = doc.FindMember("owner");
-  auto caps = doc.FindMember("clientCapabilities");
-  auto info = doc.FindMember("clientInfo");
-  auto created = doc.FindMember("createdMs");
-  auto initialized = doc.FindMember("initialized");
-  if (!version || !level || owner == doc.MemberEnd() || !owner->value.IsObject() ||
-      caps == doc.MemberEnd() || !caps->value.IsObject() || info == doc.MemberEnd() ||
-      !info->value.IsObject() || created == doc.MemberEnd() || !created->value.IsInt64() ||
-      initialized == doc.MemberEnd() || !initialized->value.IsBool()) {
+  auto owner = member(doc, "owner");
+  auto caps = member(doc, "clientCapabilities");
+  auto info = member(doc, "clientInfo");
+  auto created = member(doc, "createdMs");
+  auto initialized = member(doc, "initialized");
+  if (!version || !level || !owner || !owner->IsObject() || !caps || !caps->IsObject() ||
+      !info || !info->IsObject() || !created || !created->IsInt64() || !initialized ||
+      !initialized->IsBool()) {
     return corrupt("a member is missing or has the wrong type");
   }
-  auto user = string_of(owner->value, "user");
-  auto org = string_of(owner->value, "org");
+  auto user = string_of(*owner, "user");
+  auto org = string_of(*owner, "org");
   if (!user || !org) return corrupt("owner needs user and org");
   meta.protocol_version = version->GetString();
   meta.log_level = level->GetString();
   meta.owner = Identity{user->GetString(), org->GetString()};
-  meta.client_capabilities = compact(caps->value);
-  meta.client_info = compact(info->value);
-  meta.created_ms = created->value.GetInt64();
-  meta.initialized = initialized->value.GetBool();
+  meta.client_capabilities = compact(*caps);
+  meta.client_info = compact(*info);
+  meta.created_ms = created->GetInt64();
+  meta.initialized = initialized->GetBool();
   return meta;
 }
 
