@@ -441,7 +441,15 @@ void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
   if (auto ok = log_.finish(exchange->stream, clock().now_ms()); !ok) {
     throw std::runtime_error(ok.error().describe());
   }
-  arm_retention();
+  // A stream that finishes now expires after every stream already finished: an armed
+  // retention alarm is early enough, and on_alarm re-arms for the next one.
+  auto armed = get_alarm(kRetentionAlarm);
+  if (!armed) throw std::runtime_error(armed.error().describe());
+  if (!*armed) {
+    if (auto ok = set_alarm(kRetentionAlarm, clock().now_ms() + options_.event_limits.retention_ms); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+  }
   // Resumes that waited get what follows their cursors, computed now (inside the turn).
   std::vector<std::pair<std::shared_ptr<mcp::Responder>, HttpResponse>> resumed;
   for (auto& [responder, cursor] : exchange->resumers) {

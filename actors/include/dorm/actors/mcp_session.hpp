@@ -76,6 +76,8 @@ class McpSession : public DurableObject {
   void resume(const mcp::SessionCall& call);
   void journal_put(const mcp::RequestId& id, std::uint64_t stream);
   void journal_del(const mcp::RequestId& id);
+  // Sets the retention alarm for the earliest finished stream's expiry (scans them all:
+  // only from the alarm itself).
   void arm_retention();
   // This session's key in the runtime index of sessions with requests in flight.
   std::string inflight_key(std::string_view request_key) const;
