@@ -14,34 +14,18 @@ constexpr std::string_view kEventPrefix = "e/";
 
 std::string record_key(std::uint64_t stream) { return std::string(kStreamPrefix) + stream_key(stream); }
 
-std::string hex(std::uint64_t v, int digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(static_cast<std::size_t>(digits), '0');
-  for (int i = digits - 1; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = kHex[v & 0xf];
-    v >>= 4;
-  }
-  return out;
-}
-
 std::string events_prefix(std::uint64_t stream) {
   return std::string(kEventPrefix) + stream_key(stream) + "/";
 }
 
 std::string event_prefix(std::uint64_t stream, std::uint64_t seq) {
-  return events_prefix(stream) + hex(seq, 16) + "/";
+  return events_prefix(stream) + fixed_hex(seq, 16) + "/";
 }
 
 // The seq a chunk key belongs to ("e/<stream>/<seq>/<chunk>").
 std::optional<std::uint64_t> seq_of(std::string_view key, std::size_t prefix_size) {
   if (key.size() < prefix_size + 16) return std::nullopt;
-  std::uint64_t seq = 0;
-  for (char c : key.substr(prefix_size, 16)) {
-    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (d < 0) return std::nullopt;
-    seq = seq << 4 | static_cast<std::uint64_t>(d);
-  }
-  return seq;
+  return parse_fixed_hex(key.substr(prefix_size, 16));
 }
 
 std::string encode(const StreamRecord& r) {
@@ -174,7 +158,7 @@ Result<EventId> EventLog::append(std::uint64_t id, std::string_view data) {
   std::size_t n = 0;
   do {
     auto part = data.substr(std::min(data.size(), n * chunk), chunk);
-    if (auto ok = store_.put(prefix + hex(n, 4), part); !ok) return std::move(ok).error();
+    if (auto ok = store_.put(prefix + fixed_hex(n, 4), part); !ok) return std::move(ok).error();
     ++n;
   } while (n * chunk < data.size());
   r.bytes += data.size();
@@ -213,7 +197,7 @@ Result<EventLog::Replay> EventLog::replay_after(const EventId& cursor) {
   std::uint64_t start = std::max(cursor.seq + 1, r.first);
   out.truncated = cursor.seq + 1 < r.first;
   std::string prefix = events_prefix(cursor.stream);
-  auto rows = store_.list(prefix, prefix + hex(start, 16));
+  auto rows = store_.list(prefix, prefix + fixed_hex(start, 16));
   if (!rows) return std::move(rows).error();
   for (const auto& kv : *rows) {
     auto seq = seq_of(kv.key, prefix.size());

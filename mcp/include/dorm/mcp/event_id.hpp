@@ -23,8 +23,13 @@ struct EventId {
   friend auto operator<=>(const EventId&, const EventId&) = default;
 };
 
+// `value` as exactly `digits` lowercase hex digits (the low ones; keys sort numerically).
+std::string fixed_hex(std::uint64_t value, int digits);
+// Parses lowercase hex digits (1-16) back; none for anything else.
+std::optional<std::uint64_t> parse_fixed_hex(std::string_view text);
+
 // The 16 lowercase hex digits of a stream id.
-std::string stream_key(std::uint64_t stream);
+inline std::string stream_key(std::uint64_t stream) { return fixed_hex(stream, 16); }
 
 // Parses an event id as to_string() writes it, and nothing else: exactly 16 lowercase
 // hex digits, '-', then a decimal number without leading zeros that fits 64 bits.
