@@ -1,6 +1,8 @@
 #include "dorm/actors/fixtures.hpp"
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <array>
@@ -41,16 +43,17 @@ ToolSpec echo() {
   return t;
 }
 
-// One step of sleep: report progress, then wait at most a second more.
-void sleep_step(const std::shared_ptr<ToolContext>& ctx, std::int64_t total_ms, std::int64_t done_ms) {
+// One step of sleep: wait at most `step_ms` more, then report progress.
+void sleep_step(const std::shared_ptr<ToolContext>& ctx, std::int64_t total_ms, std::int64_t step_ms,
+                std::int64_t done_ms) {
   if (done_ms >= total_ms) {
     ctx->finish(ToolResult::text("slept " + std::to_string(total_ms) + " ms"));
     return;
   }
-  std::int64_t step = std::min<std::int64_t>(1000, total_ms - done_ms);
-  ctx->after(std::chrono::milliseconds(step), [ctx, total_ms, done = done_ms + step] {
+  std::int64_t step = std::min<std::int64_t>(step_ms, total_ms - done_ms);
+  ctx->after(std::chrono::milliseconds(step), [ctx, total_ms, step_ms, done = done_ms + step] {
     ctx->progress(static_cast<double>(done), static_cast<double>(total_ms));
-    sleep_step(ctx, total_ms, done);
+    sleep_step(ctx, total_ms, step_ms, done);
   });
 }
 
@@ -58,12 +61,15 @@ ToolSpec sleep() {
   ToolSpec t;
   t.name = "sleep";
   t.title = "Sleep";
-  t.description = "Finishes after `ms` milliseconds; reports progress every second when asked.";
+  t.description =
+      "Finishes after `ms` milliseconds; reports progress every `step_ms` (default 1000) when asked.";
   t.input_schema =
-      R"({"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":86400000}},"required":["ms"],"additionalProperties":false})";
+      R"({"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":86400000},"step_ms":{"type":"integer","minimum":1,"maximum":86400000}},"required":["ms"],"additionalProperties":false})";
   t.annotations = R"({"readOnlyHint":true})";
   t.handler = [](std::shared_ptr<ToolContext> ctx) {
-    sleep_step(ctx, args(*ctx)["ms"].GetInt64(), 0);
+    auto a = args(*ctx);
+    std::int64_t step = a.HasMember("step_ms") ? a["step_ms"].GetInt64() : 1000;
+    sleep_step(ctx, a["ms"].GetInt64(), step, 0);
   };
   return t;
 }
@@ -121,7 +127,85 @@ ToolSpec spin() {
   return t;
 }
 
-constexpr std::array<std::string_view, 1> kSets = {"testing"};
+// A burst of `count` progress notifications, each carrying `bytes` of message text,
+// `interval_ms` apart (0: all in one turn): enough output to test a slow reader.
+void flood_step(const std::shared_ptr<ToolContext>& ctx, std::int64_t count, std::int64_t bytes,
+                std::int64_t interval_ms, std::int64_t done) {
+  for (; done < count; ++done) {
+    ctx->progress(static_cast<double>(done + 1), static_cast<double>(count),
+                  std::string(static_cast<std::size_t>(bytes), 'x'));
+    if (interval_ms > 0 && done + 1 < count) {
+      ctx->after(std::chrono::milliseconds(interval_ms), [ctx, count, bytes, interval_ms, next = done + 1] {
+        flood_step(ctx, count, bytes, interval_ms, next);
+      });
+      return;
+    }
+  }
+  ctx->finish(ToolResult::text("sent " + std::to_string(count) + " progress notifications"));
+}
+
+ToolSpec flood() {
+  ToolSpec t;
+  t.name = "flood";
+  t.title = "Flood";
+  t.description = "Sends `count` progress notifications of `bytes` bytes each, `interval_ms` apart.";
+  t.input_schema =
+      R"({"type":"object","properties":{"count":{"type":"integer","minimum":1,"maximum":1000},"bytes":{"type":"integer","minimum":0,"maximum":65536},"interval_ms":{"type":"integer","minimum":0,"maximum":60000}},"required":["count","bytes"],"additionalProperties":false})";
+  t.annotations = R"({"readOnlyHint":true})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    auto a = args(*ctx);
+    std::int64_t interval = a.HasMember("interval_ms") ? a["interval_ms"].GetInt64() : 0;
+    flood_step(ctx, a["count"].GetInt64(), a["bytes"].GetInt64(), interval, 0);
+  };
+  return t;
+}
+
+ToolSpec announce() {
+  ToolSpec t;
+  t.name = "announce";
+  t.title = "Announce";
+  t.description =
+      "Sends `text` as a notifications/message on the session's standalone stream (the GET "
+      "stream), unrelated to this call.";
+  t.input_schema =
+      R"({"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    rapidjson::Document params(rapidjson::kObjectType);
+    auto& alloc = params.GetAllocator();
+    auto a = args(*ctx);
+    params.AddMember("level", "info", alloc);
+    params.AddMember("logger", "announce", alloc);
+    params.AddMember("data", rapidjson::Value(a["text"], alloc), alloc);
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    params.Accept(w);
+    ctx->notify_session("notifications/message", buffer.GetString());
+    ctx->finish(ToolResult::text("announced"));
+  };
+  return t;
+}
+
+// The conformance suite's `test_reconnection` (server-sse-polling): after the priming
+// event the server closes the POST connection, and the result arrives on the client's
+// resume GET.
+ToolSpec test_reconnection() {
+  ToolSpec t;
+  t.name = "test_reconnection";
+  t.title = "Reconnection test";
+  t.description =
+      "Closes its SSE connection right after the priming event and delivers its result on "
+      "the client's resumed stream (MCP 2025-11-25 SSE polling).";
+  t.input_schema = R"({"type":"object","properties":{}})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    ctx->close_connection();
+    ctx->after(std::chrono::milliseconds(100), [ctx] {
+      ctx->finish(ToolResult::text("Reconnection test completed successfully"));
+    });
+  };
+  return t;
+}
+
+constexpr std::array<std::string_view, 2> kSets = {"testing", "conformance"};
 
 }  // namespace
 
@@ -129,13 +213,14 @@ std::span<const std::string_view> fixture_sets() { return kSets; }
 
 Result<void> register_fixtures(mcp::ToolRegistry& registry, std::string_view name) {
   if (name == "testing") {
-    for (auto make : {echo, sleep, kv_put, kv_get, spin}) {
+    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce}) {
       if (auto ok = registry.add(make()); !ok) return ok;
     }
     return {};
   }
+  if (name == "conformance") return registry.add(test_reconnection());
   return Error{ErrorCode::invalid_argument,
-               "unknown fixture set '" + std::string(name) + "': known sets are testing"};
+               "unknown fixture set '" + std::string(name) + "': known sets are testing, conformance"};
 }
 
 }  // namespace dorm::actors

@@ -1,5 +1,6 @@
 #include "dorm/actors/mcp_session.hpp"
 
+#include <caf/send.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -12,6 +13,7 @@
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/protocol_version.hpp"
 #include "dorm/mcp/request_checks.hpp"
+#include "dorm/mcp/sse_sink.hpp"
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::actors {
@@ -88,6 +90,8 @@ std::uint64_t random_stream_id() {
 }
 
 constexpr std::string_view kJournalPrefix = "j/";
+// The standalone stream's cursor: the id of the last event a GET carried (or its seq 0).
+constexpr std::string_view kStandaloneKey = "g";
 // Runtime index of sessions with requests in flight: <session object id>/<request key>.
 constexpr std::string_view kInflightIndex = "mcp.inflight";
 // The alarm that removes finished streams once their retention has passed.
@@ -115,16 +119,25 @@ bool parse_params(const Message& request, rapidjson::Document& doc) {
 // ---- exchanges and tool contexts ----
 
 struct McpSession::Exchange {
+  // The POST's HTTP request, until its response starts.
   std::shared_ptr<mcp::Responder> responder;
   std::uint64_t stream = 0;
-  // The response body: every event of the stream, each stored in the event log first.
+  // The events written while the POST's own turn runs (each stored in the event log
+  // first): they open the response. Later events go to the stream's connection.
   std::string body;
-  // Resumes (GET + Last-Event-ID) that wait for this stream's end, with their cursors.
-  std::vector<std::pair<std::shared_ptr<mcp::Responder>, mcp::EventId>> resumers;
   int outstanding = 0;   // tool calls not finished
   bool sealed = false;   // every message of the POST has been seen
-  bool sent = false;
+  bool done = false;     // the stream is complete
+  bool streaming = false;  // the response went to a connection (or was closed early)
+  bool close_requested = false;  // a tool asked to close the connection (SSE polling)
   Lease lease;           // a session with work in flight is never evicted
+};
+
+// One open SSE connection of this session: its sink actor and the lease that keeps the
+// session in memory while it is open.
+struct McpSession::Connection {
+  caf::actor sink;  // set by the effect that spawns it, before any write to it
+  Lease lease;
 };
 
 class McpSession::Store : public mcp::SessionStore {
@@ -217,13 +230,36 @@ class McpSession::CallContext : public mcp::ToolContext,
   }
 
   void after(std::chrono::milliseconds delay, std::function<void()> then) override {
-    session_.after(delay, [self = shared_from_this(), then = std::move(then)] { self->run(then); });
+    session_.after(delay, [self = shared_from_this(), then = std::move(then)] {
+      // A cancelled call does no more work.
+      if (!self->finished_) self->run(then);
+    });
   }
 
   void finish(mcp::ToolResult result) override {
     if (finished_) return;
     finished_ = true;
+    session_.calls_.erase(id_.to_key());
     session_.emit(*exchange_, mcp::result_response(id_, result.json), id_);
+    --exchange_->outstanding;
+    session_.complete(exchange_);
+  }
+
+  void close_connection() override {
+    if (!finished_) session_.close_connection(*exchange_);
+  }
+
+  void notify_session(std::string_view method, std::string_view params_json) override {
+    if (!finished_) session_.emit_standalone(mcp::notification(method, params_json));
+  }
+
+  // notifications/cancelled: the work stops and no response is sent. The journal record
+  // goes now, in the batch that (for a one-request stream) also ends the stream.
+  void cancel() {
+    if (finished_) return;
+    finished_ = true;
+    session_.calls_.erase(id_.to_key());
+    session_.journal_del(id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
   }
@@ -296,12 +332,7 @@ void McpSession::handle(const SessionCall& call) {
     case SessionCall::Kind::remove: return answer_now(call, remove());
     case SessionCall::Kind::get:
       if (call.last_event_id) return resume(call);
-      // Standalone SSE streams come with live sinks; until then, say there is none (the
-      // spec allows 405, and the SDK client then simply opens no GET stream).
-      return answer_now(call, HttpResponse{405,
-                                           {{"Allow", "POST, DELETE"}, {"Content-Type", "application/json"}},
-                                           mcp::error_response(std::nullopt, mcp::kTransportError,
-                                                               "this server offers no standalone SSE stream")});
+      return open_standalone(call);
     case SessionCall::Kind::initialize: break;
   }
 }
@@ -388,7 +419,8 @@ void McpSession::post(const SessionCall& call) {
         break;
       }
     }
-    std::int64_t retry = mcp::wants_priming(meta_->protocol_version) ? options_.retry_ms : 0;
+    std::int64_t retry =
+        mcp::wants_priming(meta_->protocol_version) && options_.priming ? options_.retry_ms : 0;
     for (int attempt = 0;; ++attempt) {
       exchange->stream = random_stream_id();
       auto opened = log_.open(exchange->stream, first_request, retry);
@@ -418,25 +450,58 @@ void McpSession::post(const SessionCall& call) {
         if (m.method == "notifications/initialized" && !meta_->initialized) {
           meta_->initialized = true;
           store_meta();
+        } else if (m.method == "notifications/cancelled") {
+          cancel(m);
         }
         break;
       case Message::Kind::result_response:
       case Message::Kind::error_response:
-        // Answers to server-to-client requests; none are issued yet, so each is dropped.
+        // Answers to server-to-client requests. This process has issued none, so each is
+        // accepted (202) and dropped: a replayed or stale answer must not fail the client.
         break;
     }
   }
   if (!requests) {
-    exchange->sent = true;
+    exchange->done = true;
     return answer_now(call, HttpResponse{202, {}, {}});
   }
   exchange->sealed = true;
   complete(exchange);
+  if (exchange->done) return;
+  // Work goes on after this turn: the response continues as a live stream.
+  exchange->streaming = true;
+  auto responder = std::move(exchange->responder);
+  if (exchange->close_requested) {
+    // A tool closed the connection at once (SSE polling): what is written so far ends
+    // the response; the rest waits in the log for the client's resume.
+    return after_commit([responder, body = std::move(exchange->body)]() mutable {
+      responder->respond(sse_response(std::move(body)));
+    });
+  }
+  open_connection(exchange->stream, responder, std::move(exchange->body));
+}
+
+void McpSession::cancel(const Message& notification) {
+  // Invalid or stale cancellations are ignored (MCP: the receiver MAY ignore them).
+  rapidjson::Document params;
+  if (!parse_params(notification, params)) return;
+  const rapidjson::Value* id = member(params, "requestId");
+  if (!id) return;
+  std::optional<mcp::RequestId> request;
+  if (id->IsString()) request = mcp::RequestId(std::string(id->GetString(), id->GetStringLength()));
+  if (id->IsInt64()) request = mcp::RequestId(id->GetInt64());
+  if (!request) return;
+  auto it = calls_.find(request->to_key());
+  if (it == calls_.end()) return;
+  auto context = it->second.lock();
+  if (!context) return;
+  log::info("request_cancelled", {{"session", session_id_}, {"request", request->to_json()}});
+  context->cancel();
 }
 
 void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
-  if (!exchange->sealed || exchange->outstanding > 0 || exchange->sent) return;
-  exchange->sent = true;
+  if (!exchange->sealed || exchange->outstanding > 0 || exchange->done) return;
+  exchange->done = true;
   live_.erase(exchange->stream);
   if (auto ok = log_.finish(exchange->stream, clock().now_ms()); !ok) {
     throw std::runtime_error(ok.error().describe());
@@ -450,18 +515,15 @@ void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
       throw std::runtime_error(ok.error().describe());
     }
   }
-  // Resumes that waited get what follows their cursors, computed now (inside the turn).
-  std::vector<std::pair<std::shared_ptr<mcp::Responder>, HttpResponse>> resumed;
-  for (auto& [responder, cursor] : exchange->resumers) {
-    auto replay = log_.replay_after(cursor);
-    if (!replay) throw std::runtime_error(replay.error().describe());
-    std::string body;
-    for (const auto& e : replay->events) body += sse_event(e.id, e.data);
-    resumed.emplace_back(responder, body.empty() ? HttpResponse{204, {}, {}} : sse_response(body));
+  if (exchange->streaming) {
+    // The stream's connection (if the client has one open) ends after its last event.
+    deliver(exchange->stream, {}, true);
+    after_commit([exchange] { exchange->lease = Lease(); });
+    return;
   }
-  after_commit([exchange, resumed = std::move(resumed)]() mutable {
+  // Everything happened inside the POST's own turn: one plain response.
+  after_commit([exchange] {
     exchange->responder->respond(sse_response(std::move(exchange->body)));
-    for (auto& [responder, response] : resumed) responder->respond(std::move(response));
     exchange->lease = Lease();
   });
 }
@@ -481,9 +543,138 @@ void McpSession::emit(Exchange& exchange, std::string message,
     id = log_.append(exchange.stream, message);
   }
   if (!id) throw std::runtime_error(id.error().describe());
-  exchange.body += sse_event(*id, message);
+  if (exchange.streaming) {
+    deliver(exchange.stream, sse_event(*id, message), false);
+  } else {
+    exchange.body += sse_event(*id, message);
+  }
   if (final_for) journal_del(*final_for);
 }
+
+void McpSession::deliver(std::uint64_t stream, std::string bytes, bool end) {
+  auto it = connections_.find(stream);
+  if (it == connections_.end()) return;  // no client attached: the log has it
+  auto connection = it->second;
+  if (end) connections_.erase(it);
+  after_commit([connection, bytes = std::move(bytes), end]() mutable {
+    caf::anon_send(connection->sink, mcp::SinkWrite{std::move(bytes), end});
+  });
+}
+
+void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Responder> responder,
+                                 std::string first_bytes) {
+  // A newer connection on a stream replaces the older one (which may be half-open).
+  if (auto old = connections_.find(stream); old != connections_.end()) {
+    after_commit([old_connection = old->second] {
+      caf::anon_send(old_connection->sink, mcp::SinkClose{});
+    });
+  }
+  auto connection = std::make_shared<Connection>();
+  connection->lease = keep_alive();
+  connections_[stream] = connection;
+  auto body = std::make_shared<mcp::StreamBody>();
+  // Spawned only once the turn committed, so a failed turn leaves no connection behind.
+  after_commit([this, stream, connection, responder = std::move(responder), body,
+                first_bytes = std::move(first_bytes)]() mutable {
+    connection->sink = mcp::spawn_sse_sink(system(), body, options_.sink);
+    adopt(connection->sink, [this, stream, connection] {
+      auto it = connections_.find(stream);
+      if (it != connections_.end() && it->second == connection) connections_.erase(it);
+    });
+    HttpResponse head(200, {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}});
+    head.stream = body;
+    responder->respond(std::move(head));
+    if (!first_bytes.empty()) {
+      caf::anon_send(connection->sink, mcp::SinkWrite{std::move(first_bytes), false});
+    }
+  });
+}
+
+void McpSession::close_connection(Exchange& exchange) {
+  // Only a stream the client can resume may be closed before it is complete.
+  if (!mcp::wants_priming(meta_->protocol_version) || !options_.priming) return;
+  if (!exchange.streaming) {
+    exchange.close_requested = true;
+    return;
+  }
+  auto it = connections_.find(exchange.stream);
+  if (it == connections_.end()) return;
+  after_commit([connection = it->second] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+  connections_.erase(it);
+}
+
+std::uint64_t McpSession::standalone_stream() {
+  if (standalone_) return standalone_->stream;
+  auto stored = get(kStandaloneKey);
+  if (!stored) throw std::runtime_error(stored.error().describe());
+  if (*stored) {
+    auto cursor = mcp::parse_event_id(**stored);
+    if (!cursor) throw std::runtime_error("corrupt standalone stream cursor '" + **stored + "'");
+    standalone_ = *cursor;
+    return cursor->stream;
+  }
+  // Created on first use. Its seq 0 is an empty placeholder, so "nothing delivered yet"
+  // is a cursor like any other.
+  for (int attempt = 0;; ++attempt) {
+    std::uint64_t id = random_stream_id();
+    auto opened = log_.open(id, "", options_.retry_ms > 0 ? options_.retry_ms : 1);
+    if (opened) {
+      standalone_ = mcp::EventId{id, 0};
+      break;
+    }
+    if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
+      throw std::runtime_error(opened.error().describe());
+    }
+  }
+  store_standalone_cursor();
+  return standalone_->stream;
+}
+
+void McpSession::store_standalone_cursor() {
+  if (auto ok = put(kStandaloneKey, standalone_->to_string()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+void McpSession::emit_standalone(std::string message) {
+  std::uint64_t stream = standalone_stream();
+  auto id = log_.append(stream, message);
+  if (!id) throw std::runtime_error(id.error().describe());
+  if (connections_.count(stream)) {
+    // Handed to the open GET: a later fresh GET starts after it.
+    standalone_ = *id;
+    store_standalone_cursor();
+    deliver(stream, sse_event(*id, message), false);
+  }
+}
+
+void McpSession::open_standalone(const SessionCall& call) {
+  std::uint64_t stream = standalone_stream();
+  // What no GET has carried yet, then live. Never a response: only notifications and
+  // server requests are stored on this stream.
+  auto replay = log_.replay_after(*standalone_);
+  if (!replay && replay.error().code == ErrorCode::not_found) {
+    // The cursor's events were dropped (the log keeps at most its limits): from the oldest.
+    replay = log_.replay_after(mcp::EventId{stream, 0});
+  }
+  if (!replay) throw std::runtime_error(replay.error().describe());
+  std::string bytes;
+  mcp::EventId last = *standalone_;
+  for (const auto& e : replay->events) {
+    bytes += sse_event(e.id, e.data);
+    last = e.id;
+  }
+  if (mcp::wants_priming(meta_->protocol_version) && options_.priming) {
+    // A resumable start: the client may come back with this id (or a later one).
+    bytes = sse_priming(*standalone_, options_.retry_ms) + bytes;
+  }
+  if (!(last == *standalone_)) {
+    standalone_ = last;
+    store_standalone_cursor();
+  }
+  open_connection(stream, call.responder, std::move(bytes));
+}
+
 
 void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
   std::string key = id.to_key();
@@ -536,15 +727,20 @@ void McpSession::resume(const SessionCall& call) {
   if (replay->truncated) {
     log::warn("cursor_truncated", {{"session", session_id_}, {"cursor", *call.last_event_id}});
   }
-  if (auto live = live_.find(cursor->stream); live != live_.end()) {
-    // Still being written: this GET gets what follows the cursor when the stream ends.
-    live->second->resumers.emplace_back(call.responder, *cursor);
-    return;
+  std::string bytes;
+  for (const auto& e : replay->events) bytes += sse_event(e.id, e.data);
+  if (replay->finished) {
+    // Complete: what follows the cursor, or 204 so the client stops reconnecting.
+    if (bytes.empty()) return answer_now(call, HttpResponse{204});
+    return answer_now(call, sse_response(std::move(bytes)));
   }
-  std::string body;
-  for (const auto& e : replay->events) body += sse_event(e.id, e.data);
-  if (body.empty() && replay->finished) return answer_now(call, HttpResponse{204, {}, {}});
-  answer_now(call, sse_response(std::move(body)));
+  // Still open: replay, then this connection carries the stream live (and replaces the
+  // one that carried it before).
+  if (standalone_ && cursor->stream == standalone_->stream && !replay->events.empty()) {
+    standalone_ = replay->events.back().id;
+    store_standalone_cursor();
+  }
+  open_connection(cursor->stream, call.responder, std::move(bytes));
 }
 
 void McpSession::answer(const Message& request, const std::shared_ptr<Exchange>& exchange) {
@@ -629,6 +825,7 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
                                    {"request", request.id->to_json()}});
   auto context = std::make_shared<CallContext>(*this, exchange, *request.id, std::move(arguments),
                                                std::move(progress_token));
+  calls_[request.id->to_key()] = context;
   const auto& handler = options_.tools->spec(*entry).handler;
   context->run([&] { handler(context); });
 }
@@ -649,6 +846,13 @@ HttpResponse McpSession::remove() {
     }
   }
   live_.clear();
+  calls_.clear();
+  standalone_.reset();
+  // Open connections end with the session (cleanly: there is nothing left to resume).
+  for (auto& [stream, connection] : connections_) {
+    after_commit([connection = connection] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+  }
+  connections_.clear();
   if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
   meta_.reset();
   return HttpResponse{200, {}, {}};

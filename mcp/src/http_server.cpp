@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
@@ -26,6 +27,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+
+// The socket send buffer of a streamed response (Linux doubles it).
+constexpr int kStreamSendBuffer = 64 * 1024;
 
 // What a request needs from the server; outlives every connection.
 struct ServerState {
@@ -96,6 +100,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, std::shared_ptr<ServerState> state)
       : stream_(std::move(socket)), state_(std::move(state)) {}
+  ~Connection() {
+    // The server stopped with a stream open: its writer must learn it is over.
+    if (body_) body_->close();
+  }
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
@@ -175,6 +183,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (once->exchange(true)) return;
       net::post(self->stream_.get_executor(),
                 [self, version, keep_alive, response = std::move(response)]() mutable {
+                  if (response.stream) return self->start_stream(std::move(response), version, keep_alive);
                   self->write(to_beast(std::move(response), version, keep_alive));
                 });
     };
@@ -209,6 +218,115 @@ class Connection : public std::enable_shared_from_this<Connection> {
                       });
   }
 
+  // ---- streamed responses (StreamBody) ----
+  // The header goes out at once with chunked encoding; then every wake-up sends what the
+  // writer queued as one chunk, until the body ends (last chunk; the connection goes on
+  // with its next request) or aborts (the connection closes). Meanwhile one read watches
+  // the socket, so a client that goes away closes the body even when nothing is being
+  // written; bytes it reads (a pipelined request) wait in buffer_ until the body is over.
+
+  void start_stream(HttpResponse&& r, unsigned version, bool keep_alive) {
+    body_ = std::move(r.stream);
+    stream_keep_alive_ = keep_alive;
+    auto head = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(r.status), version);
+    head->set(http::field::server, "dorm");
+    for (auto& [name, value] : r.headers) head->insert(name, value);
+    head->keep_alive(keep_alive);
+    head->chunked(true);
+    // Keep the kernel's share of an unread stream small, so what a slow reader leaves
+    // unsent shows in StreamBody::unsent() instead of piling up in socket buffers.
+    beast::error_code ignored;
+    stream_.socket().set_option(net::socket_base::send_buffer_size(kStreamSendBuffer), ignored);
+    stream_.expires_never();
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    writing_ = true;
+    http::async_write_header(stream_, *serializer,
+                             [self = shared_from_this(), head, serializer](beast::error_code ec, std::size_t) {
+                               self->writing_ = false;
+                               if (ec) return self->stream_failed();
+                               self->watch();
+                               std::weak_ptr<Connection> weak = self;
+                               self->body_->attach([weak] {
+                                 if (auto c = weak.lock()) {
+                                   net::post(c->stream_.get_executor(), [c] { c->pump(); });
+                                 }
+                               });
+                             });
+  }
+
+  void pump() {
+    if (!body_) return;
+    // An abort must not wait for a write that a client who reads nothing never finishes.
+    if (body_->aborted()) return stream_failed();
+    if (writing_) return;
+    auto pending = body_->take();
+    if (pending.abort) return stream_failed();
+    // Once the body is complete, a client that stops reading cannot hold the connection.
+    if (pending.end) stream_.expires_after(options().idle_timeout);
+    if (!pending.bytes.empty()) {
+      auto data = std::make_shared<std::string>(std::move(pending.bytes));
+      writing_ = true;
+      net::async_write(stream_, http::make_chunk(net::buffer(*data)),
+                       [self = shared_from_this(), data](beast::error_code ec, std::size_t) {
+                         self->writing_ = false;
+                         if (ec) return self->stream_failed();
+                         if (self->body_) self->body_->sent(data->size());
+                         self->pump();
+                       });
+      return;
+    }
+    if (!pending.end) return;
+    writing_ = true;
+    net::async_write(stream_, http::make_chunk_last(),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->writing_ = false;
+                       if (ec) return self->stream_failed();
+                       self->stream_ended();
+                     });
+  }
+
+  void watch() {
+    watching_ = true;
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->watching_ = false;
+                              if (n > 0) self->buffer_.commit(n);
+                              if (self->body_) {
+                                // Still streaming: an error means the client is gone.
+                                if (ec) self->stream_failed();
+                                return;
+                              }
+                              if (ec && ec != net::error::operation_aborted) return self->close();
+                              self->after_stream();
+                            });
+  }
+
+  // The body's end was sent.
+  void stream_ended() {
+    auto body = std::move(body_);
+    body->close();
+    // The watching read is cancelled and resumes the connection in its handler; without
+    // one pending, resume now.
+    beast::error_code ignored;
+    if (watching_) {
+      stream_.socket().cancel(ignored);
+    } else {
+      after_stream();
+    }
+  }
+
+  void after_stream() {
+    if (!stream_keep_alive_) return linger();
+    read();
+  }
+
+  // The connection failed or the writer aborted: close it, and the body with it.
+  void stream_failed() {
+    auto body = std::move(body_);
+    close();
+    if (body) body->close();
+  }
+
   // Ends a connection whose client may still be sending (a refused body, say): stop
   // sending, then read and discard until the client closes, for a bounded time. Closing
   // with unread bytes would reset the connection, and the client could lose the answer
@@ -240,6 +358,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   std::shared_ptr<ServerState> state_;
+  std::shared_ptr<StreamBody> body_;  // set while a streamed response is being sent
+  bool stream_keep_alive_ = false;
+  bool writing_ = false;
+  bool watching_ = false;
 };
 
 }  // namespace

@@ -127,4 +127,10 @@ void DurableObject::after(std::chrono::milliseconds delay, std::function<void()>
   host_->after(delay, std::move(then));
 }
 
+caf::actor_system& DurableObject::system() const { return host_->home_system(); }
+
+void DurableObject::adopt(const caf::actor& actor, std::function<void()> on_down) {
+  host_->adopt(actor, std::move(on_down));
+}
+
 }  // namespace dorm

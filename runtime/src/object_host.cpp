@@ -68,6 +68,13 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
 }
 
 void ObjectHost::on_exit() {
+  // Adopted helpers do not outlive the activation they belong to.
+  for (auto& [addr, on_down] : adopted_) {
+    if (auto actor = caf::actor_cast<caf::actor>(addr)) {
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+    }
+  }
+  adopted_.clear();
   if (object_) object_->host_ = nullptr;
   object_.reset();
   handlers_ = caf::behavior{};
@@ -92,6 +99,7 @@ caf::behavior ObjectHost::make_behavior() {
   span.end();
   handlers_ = object_->behavior();
   phase_ = Phase::running;
+  set_down_handler([this](caf::down_msg& down) { adopted_down(down); });
   touch();
   return {
       [this](Envelope& env) { handle(env); },
@@ -143,6 +151,19 @@ void ObjectHost::handle(Envelope& env) {
   }
 }
 
+
+void ObjectHost::adopted_down(const caf::down_msg& down) {
+  auto it = adopted_.find(down.source);
+  if (it == adopted_.end()) return;
+  auto on_down = std::move(it->second);
+  adopted_.erase(it);
+  if (impl_->crashed.load() || resetting_ || phase_ != Phase::running || !on_down) return;
+  if (auto failure = run_turn("adopted actor down", [&] { on_down(); })) {
+    reset(failure);
+    return;
+  }
+  touch();
+}
 
 void ObjectHost::run_continuation(ContinuationReply& reply) {
   if (impl_->crashed.load()) return;
@@ -528,6 +549,12 @@ void ObjectHost::after_commit(std::function<void()> effect) {
 void ObjectHost::after(std::chrono::milliseconds delay, std::function<void()> then) {
   outbox_.push_back(Outgoing{{}, {}, {}, std::move(then), delay});
   if (!in_turn()) release_outbox();
+}
+
+void ObjectHost::adopt(const caf::actor& actor, std::function<void()> on_down) {
+  if (!actor) return;
+  adopted_[actor.address()] = std::move(on_down);
+  monitor(actor);
 }
 
 void ObjectHost::request_message(const ObjectHandle& to, caf::message msg,

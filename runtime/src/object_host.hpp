@@ -51,6 +51,7 @@ class ObjectHost : public caf::event_based_actor {
                        DurableObject::Continuation then);
   void after_commit(std::function<void()> effect);
   void after(std::chrono::milliseconds delay, std::function<void()> then);
+  void adopt(const caf::actor& actor, std::function<void()> on_down);
 
   const ObjectId& id() const { return id_; }
   Epoch epoch() const { return epoch_; }
@@ -65,6 +66,7 @@ class ObjectHost : public caf::event_based_actor {
   Result<std::optional<AlarmRecord>> read_alarm(std::string_view name);
   void remove_alarm(std::string_view name, const AlarmRecord& record);
   void run_continuation(ContinuationReply& reply);
+  void adopted_down(const caf::down_msg& down);
   // Runs `body` as a turn (`what` names it in errors): commit, then release. Returns the
   // turn's failure; the caller resets the object on one.
   template <class Body>
@@ -116,6 +118,8 @@ class ObjectHost : public caf::event_based_actor {
   std::vector<Outgoing> outbox_;
   std::uint64_t next_continuation_ = 1;
   std::map<std::uint64_t, DurableObject::Continuation> continuations_;
+  // Adopted helper actors and what runs when each terminates.
+  std::map<caf::actor_addr, std::function<void()>> adopted_;
   std::uint64_t alarm_sequence_ = 0;
   std::chrono::milliseconds idle_timeout_;
   std::int64_t last_activity_ms_ = 0;

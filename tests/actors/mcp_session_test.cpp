@@ -13,96 +13,11 @@
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/runtime/keys.hpp"
-#include "runtime_fixture.hpp"
+#include "session_fixture.hpp"
 
 using namespace dorm;
-using dorm::mcp::HttpResponse;
-using dorm::mcp::Identity;
-using dorm::mcp::SessionCall;
-using dorm::testing::RuntimeFixture;
+using namespace dorm::testing;
 
-namespace {
-
-std::vector<mcp::Message> messages(std::string_view body, bool* batch = nullptr) {
-  auto parsed = mcp::parse_body(body);
-  REQUIRE(std::holds_alternative<mcp::ParsedBody>(parsed));
-  auto& ok = std::get<mcp::ParsedBody>(parsed);
-  if (batch) *batch = ok.batch;
-  return ok.messages;
-}
-
-struct SessionFixture : RuntimeFixture {
-  actors::McpSessionOptions options;
-  mcp::ToolRegistry tools;
-  const Identity alice{"alice", "acme"};
-
-  SessionFixture() {
-    REQUIRE(actors::register_fixtures(tools, "testing").ok());
-    options.tools = &tools;
-    options.page_size = 2;
-    add_namespace();
-  }
-  void add_namespace() { REQUIRE(actors::register_mcp_session(*runtime, options).ok()); }
-  void restart() {
-    stop();
-    start();
-    add_namespace();
-  }
-
-  // Sends the call; `answer` is set once the session responds.
-  void send(SessionCall c, std::shared_ptr<std::optional<HttpResponse>> answer) {
-    auto handle = runtime->get(runtime->id_from_name(actors::kMcpSessionNamespace, c.session_id));
-    REQUIRE(handle.ok());
-    c.responder = std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
-    runtime->send(*handle, std::move(c));
-  }
-
-  HttpResponse call(SessionCall c) {
-    auto answer = std::make_shared<std::optional<HttpResponse>>();
-    send(std::move(c), answer);
-    runtime->run_until_idle();
-    REQUIRE(answer->has_value());
-    return **answer;
-  }
-
-  HttpResponse initialize(const std::string& session, std::string_view version = "2025-11-25",
-                          Identity who = {"alice", "acme"}) {
-    SessionCall c;
-    c.kind = SessionCall::Kind::initialize;
-    c.session_id = session;
-    c.caller = std::move(who);
-    c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
-                          std::string(version) +
-                          R"(","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})");
-    return call(std::move(c));
-  }
-
-  HttpResponse post(const std::string& session, std::string_view body, Identity who = {"alice", "acme"}) {
-    SessionCall c;
-    c.kind = SessionCall::Kind::post;
-    c.session_id = session;
-    c.caller = std::move(who);
-    c.messages = messages(body, &c.batch);
-    return call(std::move(c));
-  }
-
-  HttpResponse simple(SessionCall::Kind kind, const std::string& session, Identity who = {"alice", "acme"}) {
-    SessionCall c;
-    c.kind = kind;
-    c.session_id = session;
-    c.caller = std::move(who);
-    return call(std::move(c));
-  }
-};
-
-std::string header(const HttpResponse& r, std::string_view name) {
-  for (const auto& [k, v] : r.headers) {
-    if (k == name) return v;
-  }
-  return {};
-}
-
-}  // namespace
 
 TEST_CASE("mcp session: initialize creates it; ping and notifications work; the metadata is stored") {
   SessionFixture f;
@@ -236,31 +151,6 @@ TEST_CASE("session metadata: round-trips through JSON; garbage is corruption") {
   }
 }
 
-namespace {
-
-// The JSON-RPC messages of an SSE body.
-std::vector<rapidjson::Document> events(const HttpResponse& r) {
-  std::vector<rapidjson::Document> out;
-  std::size_t at = 0;
-  while ((at = r.body.find("data: ", at)) != std::string::npos) {
-    auto end = r.body.find('\n', at);
-    if (end == at + 6) {  // the priming event's empty data
-      at = end;
-      continue;
-    }
-    out.emplace_back();
-    out.back().Parse(r.body.substr(at + 6, end - at - 6).c_str());
-    REQUIRE_FALSE(out.back().HasParseError());
-    at = end;
-  }
-  return out;
-}
-
-std::string text_of(const rapidjson::Document& response) {
-  return response["result"]["content"][0]["text"].GetString();
-}
-
-}  // namespace
 
 TEST_CASE("tools/list: pages of 2 list every tool once; a bad cursor is -32602") {
   SessionFixture f;
@@ -282,7 +172,7 @@ TEST_CASE("tools/list: pages of 2 list every tool once; a bad cursor is -32602")
     if (!result.HasMember("nextCursor")) break;
     cursor = result["nextCursor"].GetString();
   }
-  CHECK(names == std::vector<std::string>{"echo", "sleep", "kv_put", "kv_get", "spin"});
+  CHECK(names == std::vector<std::string>{"echo", "sleep", "kv_put", "kv_get", "spin", "flood", "announce"});
   for (const char* bad : {R"("nope")", R"("")", "42"}) {
     auto res = f.post("s-tools-list-00001",
                       std::string(R"({"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":)") + bad + "}}");
@@ -320,7 +210,7 @@ TEST_CASE("tools/call: echo; kv_put then kv_get, also after a restart; bad calls
   CHECK(no_name[0]["error"]["code"].GetInt() == -32602);
 }
 
-TEST_CASE("tools/call sleep: answered only when done, progress every second before the result") {
+TEST_CASE("tools/call sleep: the response streams live: priming at once, progress every second, then the result") {
   SessionFixture f;
   const std::string s = "s-tools-sleep-0001";
   REQUIRE(f.initialize(s).status == 200);
@@ -332,15 +222,29 @@ TEST_CASE("tools/call sleep: answered only when done, progress every second befo
   auto answer = std::make_shared<std::optional<HttpResponse>>();
   f.send(std::move(c), answer);
   f.runtime->run_until_idle();
-  CHECK_FALSE(answer->has_value());
+  // The response starts before the work ends: its head and the priming event.
+  REQUIRE(answer->has_value());
+  auto& res = **answer;
+  CHECK(res.status == 200);
+  CHECK(header(res, "Content-Type") == "text/event-stream");
+  REQUIRE(res.stream);
+  CHECK_FALSE(read(res).over);
+  CHECK(res.body.find("retry: 500\ndata: \n\n") != std::string::npos);
+  CHECK(events(res).empty());
   // Another request on the same session is answered meanwhile.
   CHECK(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"ping"})").status == 200);
   const auto start = f.clock.now_ms();
+  f.run_until(start + 1000);
+  CHECK_FALSE(read(res).over);
+  CHECK(events(res).size() == 1);  // the first progress, live
   f.run_until(start + 2499);
-  CHECK_FALSE(answer->has_value());
+  CHECK_FALSE(read(res).over);
+  CHECK(events(res).size() == 2);
   f.run_until(start + 2500);
-  REQUIRE(answer->has_value());
-  auto ev = events(**answer);
+  auto state = read(res);
+  CHECK(state.over);
+  CHECK_FALSE(state.aborted);
+  auto ev = events(res);
   REQUIRE(ev.size() == 4);
   std::vector<double> progress;
   for (int i = 0; i < 3; ++i) {
@@ -372,27 +276,6 @@ TEST_CASE("logging/setLevel: a valid level is stored, anything else is -32602") 
   f.expected_active = 0;
 }
 
-namespace {
-
-// The id of the first event of an SSE body with the given seq, if any.
-std::optional<mcp::EventId> event_id(const HttpResponse& r, std::uint64_t seq) {
-  std::size_t at = 0;
-  while ((at = r.body.find("id: ", at)) != std::string::npos) {
-    auto end = r.body.find('\n', at);
-    auto id = mcp::parse_event_id(r.body.substr(at + 4, end - at - 4));
-    if (id && id->seq == seq) return id;
-    at = end;
-  }
-  return std::nullopt;
-}
-
-std::size_t count_prefix(storage::MemoryBackend& memory, const std::string& prefix) {
-  auto rows = memory.scan(storage::ScanOptions::with_prefix(prefix));
-  REQUIRE(rows.ok());
-  return rows->size();
-}
-
-}  // namespace
 
 TEST_CASE("streams: no priming for a 2025-06-18 session; ids unique across its streams") {
   SessionFixture f;
@@ -409,7 +292,7 @@ TEST_CASE("streams: no priming for a 2025-06-18 session; ids unique across its s
   f.expected_active = 1;
 }
 
-TEST_CASE("journal and resume: a record exists exactly while its call runs; a resume waits for the end, then 204") {
+TEST_CASE("journal and resume: a record exists exactly while its call runs; a resume takes the stream over live; then 204") {
   SessionFixture f;
   const std::string s = "s-journal-resume01";
   REQUIRE(f.initialize(s).status == 200);
@@ -439,7 +322,12 @@ TEST_CASE("journal and resume: a record exists exactly while its call runs; a re
   std::string stream_hex = (*rows)[0].key.substr((*rows)[0].key.size() - 16);
   mcp::EventId primed = *mcp::parse_event_id(stream_hex + "-0");
 
-  // A resume from the priming event while the call runs waits for the end of the stream.
+  // After the first progress, a resume from the priming event while the call runs:
+  // it replays that progress, then carries the stream live; the POST's connection,
+  // replaced, ends cleanly.
+  REQUIRE(answer->has_value());
+  f.run_until(f.clock.now_ms() + 1000);
+  CHECK(events(**answer).empty());  // this client read nothing
   SessionCall get;
   get.kind = SessionCall::Kind::get;
   get.session_id = s;
@@ -448,20 +336,28 @@ TEST_CASE("journal and resume: a record exists exactly while its call runs; a re
   auto resumed = std::make_shared<std::optional<HttpResponse>>();
   f.send(get, resumed);
   f.runtime->run_until_idle();
-  CHECK_FALSE(resumed->has_value());
-
-  f.run_until(f.clock.now_ms() + 2000);
-  REQUIRE(answer->has_value());
   REQUIRE(resumed->has_value());
+  CHECK_FALSE(read(**resumed).over);
+  CHECK(events(**resumed).size() == 1);
+  auto post_state = read(**answer);
+  CHECK(post_state.over);
+  CHECK_FALSE(post_state.aborted);
+
+  f.run_until(f.clock.now_ms() + 1000);
+  CHECK(read(**resumed).over);
   CHECK(count_prefix(f.memory, journal) == 0);
   CHECK(f.runtime->scan_index("mcp.inflight")->empty());
   auto replayed = events(**resumed);
-  REQUIRE(replayed.size() == 3);  // progress 1000, 2000, the result
+  REQUIRE(replayed.size() == 3);  // progress 1000, 2000, the result: each once
+  CHECK(replayed[0]["params"]["progress"].GetDouble() == 1000);
+  CHECK(replayed[1]["params"]["progress"].GetDouble() == 2000);
   CHECK(text_of(replayed[2]) == "slept 2000 ms");
-  CHECK((**resumed).body == (**answer).body.substr((**answer).body.find("\n\n") + 2));
+  // The POST connection carried the priming event and, before it was replaced, the
+  // first progress; nothing after.
+  CHECK(events(**answer).size() == 1);
 
   // Nothing after the last event of a finished stream: 204, for the whole retention.
-  auto last = event_id(**answer, 3);
+  auto last = event_id(**resumed, 3);
   REQUIRE(last);
   get.last_event_id = last->to_string();
   CHECK(f.call(get).status == 204);
@@ -524,11 +420,15 @@ TEST_CASE("journal: when the commit of the final response fails, the record stay
   CHECK(count_prefix(f.memory, journal) == 1);
   CHECK(f.runtime->scan_index("mcp.inflight")->size() == 1);
   // The turn that would store the result (and drop the record) fails to commit: the
-  // session resets, the client is told to retry, and the record is still there.
+  // session resets, its open connection is cut (the client will resume), and the record
+  // is still there.
+  REQUIRE(answer->has_value());
+  CHECK((**answer).status == 200);
   f.faulty.fail_commit(1);
   f.run_until(f.clock.now_ms() + 1000);
-  REQUIRE(answer->has_value());
-  CHECK((**answer).status == 503);
+  auto state = read(**answer);
+  CHECK(state.over);
+  CHECK(state.aborted);
   CHECK(count_prefix(f.memory, journal) == 1);
   CHECK(f.runtime->scan_index("mcp.inflight")->size() == 1);
 

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { DormProcess, startServe, tempDir, WAIT_MS } from './lib/dorm_process.mjs';
-import { post, request, sseMessages, initializeBody, openSession, ACCEPT_BOTH } from './lib/mcp_http.mjs';
+import { post, request, sseMessages, initializeBody, openSession, ACCEPT_BOTH, openStream } from './lib/mcp_http.mjs';
 
 const ping = (id = 1) => ({ jsonrpc: '2.0', id, method: 'ping' });
 const sha256 = (s) => createHash('sha256').update(s).digest('hex');
@@ -103,8 +103,11 @@ test('every refusal: 405, 406, 415, 400 (version, session, body, batch, discover
   });
   assert.equal(evilHost.status, 403);
 
-  // No standalone stream yet: GET on a live session is 405, which clients treat as "none".
-  assert.equal((await request(url, 'GET', { session })).res.status, 405);
+  // GET without Last-Event-ID on a live session opens its standalone SSE stream.
+  const standalone = await openStream(url, 'GET', { session });
+  assert.equal(standalone.res.status, 200);
+  assert.equal(standalone.res.headers.get('content-type'), 'text/event-stream');
+  standalone.close();
 });
 
 test('a 2025-03-26 session may send batches', async (t) => {

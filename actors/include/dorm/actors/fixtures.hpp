@@ -3,10 +3,17 @@
 //
 // "testing":
 //   echo {text}      returns the text
-//   sleep {ms}       finishes after ms; with a progressToken, progress every second
+//   sleep {ms, step_ms?}  finishes after ms; with a progressToken, progress every step_ms
+//                    (default 1000)
 //   kv_put {key, value} / kv_get {key}   on the session's durable storage
 //   spin {ms}        holds its session's turn for ms (busy, synchronous): for scheduling
 //                    tests, it shows that other sessions are not held up
+//   flood {count, bytes, interval_ms?}   count progress notifications of `bytes` each
+//   announce {text}  a notifications/message on the session's standalone (GET) stream
+//
+// "conformance" (the conformance suite's server fixtures; more come later):
+//   test_reconnection  closes its connection after the priming event; the result comes
+//                      on the client's resume
 #pragma once
 
 #include <span>

@@ -18,6 +18,7 @@
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/event_log.hpp"
 #include "dorm/mcp/session_meta.hpp"
+#include "dorm/mcp/sse_sink.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/runtime/runtime.hpp"
 
@@ -34,6 +35,11 @@ struct McpSessionOptions {
   // client waits before it resumes a dropped stream.
   std::int64_t retry_ms = 500;
   mcp::EventLogLimits event_limits;
+  // Open SSE connections: the slow-reader limit and keep-alive interval.
+  mcp::SinkOptions sink;
+  // Dev switch (`dorm serve --no-priming`, hidden): no priming event even for sessions
+  // that negotiated 2025-11-25, to reproduce what a client sees without one.
+  bool priming = true;
   // Until the idle policy (DESIGN §6) takes over eviction: sessions idle this long leave
   // memory (their storage stays).
   std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
@@ -49,6 +55,7 @@ class McpSession : public DurableObject {
 
   // One HTTP response being built, and the tool calls it waits for.
   struct Exchange;
+  struct Connection;
   class CallContext;
   class Storage;
   class Store;
@@ -72,8 +79,27 @@ class McpSession : public DurableObject {
   // the message is that request's final response (its journal record goes with it).
   void emit(Exchange& exchange, std::string message,
             const std::optional<mcp::RequestId>& final_for = std::nullopt);
-  // A GET with Last-Event-ID: replay after the cursor, or wait for a live stream's end.
+  // A GET with Last-Event-ID: replay after the cursor; on a stream still open, this
+  // connection then carries it live.
   void resume(const mcp::SessionCall& call);
+  // A GET without Last-Event-ID: the standalone stream, from what no GET carried yet.
+  void open_standalone(const mcp::SessionCall& call);
+  // notifications/cancelled.
+  void cancel(const mcp::Message& notification);
+  // Sends framed SSE bytes to the stream's open connection, if any, after this turn
+  // commits; `end` ends that connection's response.
+  void deliver(std::uint64_t stream, std::string bytes, bool end);
+  // Answers `responder` with a live SSE response for `stream` that starts with
+  // `first_bytes`; replaces the stream's previous connection.
+  void open_connection(std::uint64_t stream, std::shared_ptr<mcp::Responder> responder,
+                       std::string first_bytes);
+  // Server-initiated close of the exchange's connection (the client resumes after the
+  // retry hint). Only on resumable streams (with a priming event).
+  void close_connection(Exchange& exchange);
+  // The standalone stream (created on first use) and its cursor.
+  std::uint64_t standalone_stream();
+  void store_standalone_cursor();
+  void emit_standalone(std::string message);
   void journal_put(const mcp::RequestId& id, std::uint64_t stream);
   void journal_del(const mcp::RequestId& id);
   // Sets the retention alarm for the earliest finished stream's expiry (scans them all:
@@ -88,6 +114,9 @@ class McpSession : public DurableObject {
   std::unique_ptr<Store> store_;
   mcp::EventLog log_;
   std::map<std::uint64_t, std::shared_ptr<Exchange>> live_;  // streams still being written
+  std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;  // open SSE connections
+  std::map<std::string, std::weak_ptr<CallContext>> calls_;  // running tool calls, by request key
+  std::optional<mcp::EventId> standalone_;  // cached cursor of the standalone stream
   std::string session_id_;  // as the last call named it (for logs)
 };
 

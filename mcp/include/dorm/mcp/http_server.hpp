@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,10 +36,70 @@ struct HttpRequest {
   std::optional<std::string_view> header(std::string_view name) const;
 };
 
+// A response body sent while it is being written (an SSE stream), shared between the
+// application, which writes, and the connection, which sends. Thread-safe: the writer
+// and the connection's I/O thread may call it concurrently.
+//
+// The writer sees how much it has queued that has not reached the socket yet (unsent()),
+// so a slow reader can be detected and cut off instead of buffering without bound. A
+// body is closed once: when its end has been sent, when the writer aborts it, or when the
+// connection fails or the client goes away; closed callbacks then run (on whichever
+// thread closed it) and later writes are dropped.
+class StreamBody {
+ public:
+  // ---- writer side ----
+  // Queues `bytes`. Returns the bytes queued and not yet written to the socket, these
+  // included; 0 once closed (the bytes are dropped).
+  std::size_t write(std::string_view bytes);
+  // The body is complete: what is queued is sent, then the response ends cleanly (the
+  // connection may carry another request).
+  void end();
+  // Closes the connection now, without sending what is still queued.
+  void abort();
+  std::size_t unsent() const;
+  bool closed() const;
+  // Runs `fn` once when the body closes (at once if it is closed already).
+  void on_closed(std::function<void()> fn);
+
+  // ---- connection side ----
+  // `wake` is called (from any thread) whenever there is something new to take.
+  void attach(std::function<void()> wake);
+  struct Pending {
+    std::string bytes;   // to send now (moved out; still unsent until sent())
+    bool end = false;    // after these bytes the body is complete
+    bool abort = false;  // close the connection instead
+  };
+  Pending take();
+  // The writer aborted: close the connection even if a write is still pending.
+  bool aborted() const;
+  // `n` bytes taken earlier reached the socket.
+  void sent(std::size_t n);
+  // The response is over (its end was sent, or the connection is gone).
+  void close();
+
+ private:
+  mutable std::mutex mutex_;
+  std::string queued_;
+  std::size_t in_flight_ = 0;
+  bool ending_ = false;
+  bool aborting_ = false;
+  bool closed_ = false;
+  std::function<void()> wake_;
+  std::vector<std::function<void()>> on_closed_;
+};
+
 struct HttpResponse {
+  HttpResponse() = default;
+  HttpResponse(int status_code, std::vector<std::pair<std::string, std::string>> header_fields = {},
+               std::string body_text = {})
+      : status(status_code), headers(std::move(header_fields)), body(std::move(body_text)) {}
+
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type among them
   std::string body;
+  // Set: the body is this stream instead (sent chunked as it is written); `body` is
+  // ignored. The connection stays open until the stream ends or aborts.
+  std::shared_ptr<StreamBody> stream;
 };
 
 // Answers one request. Call it exactly once, from any thread; it never blocks (the

@@ -60,7 +60,15 @@ class ToolContext {
   virtual void log(std::string_view level, std::string_view data_json) = 0;
   // Runs `then` `delay` from now as a turn of the session (not durable: a restart ends it).
   virtual void after(std::chrono::milliseconds delay, std::function<void()> then) = 0;
-  // Ends the call with `result`. Later calls do nothing.
+  // Closes the call's current connection without ending its stream (SSE polling,
+  // MCP 2025-11-25): the client resumes after the retry hint and gets the rest from the
+  // log. Does nothing for a stream that cannot be resumed (no priming event).
+  virtual void close_connection() = 0;
+  // A notification unrelated to this call (a list or resource change, say): stored on the
+  // session's standalone stream and delivered on its GET connection, now or when one opens.
+  virtual void notify_session(std::string_view method, std::string_view params_json) = 0;
+  // Ends the call with `result`. Later calls do nothing; after a cancellation the call is
+  // finished already and its pending after() callbacks do not run.
   virtual void finish(ToolResult result) = 0;
   virtual bool finished() const = 0;
 };

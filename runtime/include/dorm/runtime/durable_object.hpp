@@ -17,6 +17,7 @@
 // CAF would release a message the moment it is sent, before the turn's writes are durable.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/behavior.hpp>
 #include <caf/expected.hpp>
 #include <caf/make_message.hpp>
@@ -183,6 +184,15 @@ class DurableObject {
   // this turn commits. Not durable: if this activation is gone by then, it never runs
   // (use an alarm for work that must survive).
   void after(std::chrono::milliseconds delay, std::function<void()> then);
+
+  // ---- helper actors ----
+  // The actor system this object runs in, to spawn helper actors (an open connection's
+  // writer, say). Spawn them from an after_commit() effect, so a failed turn leaves none.
+  caf::actor_system& system() const;
+  // Makes `actor` belong to this activation: when it terminates, `on_down` runs as a turn
+  // of this object; when this activation ends (evicted, reset, stopped, crashed) first,
+  // `actor` is told to exit. Call it from the turn or an after_commit() effect.
+  void adopt(const caf::actor& actor, std::function<void()> on_down);
 
  private:
   friend class detail::ObjectHost;
