@@ -557,7 +557,7 @@ void McpSession::deliver(std::uint64_t stream, std::string bytes, bool end) {
   auto connection = it->second;
   if (end) connections_.erase(it);
   after_commit([connection, bytes = std::move(bytes), end]() mutable {
-    caf::anon_send(connection->sink, mcp::SinkWrite{std::move(bytes), end});
+    caf::anon_send(connection->sink, mcp::SinkWrite{std::move(bytes), end, false});
   });
 }
 
@@ -585,7 +585,7 @@ void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Resp
     head.stream = body;
     responder->respond(std::move(head));
     if (!first_bytes.empty()) {
-      caf::anon_send(connection->sink, mcp::SinkWrite{std::move(first_bytes), false});
+      caf::anon_send(connection->sink, mcp::SinkWrite{std::move(first_bytes), false, true});
     }
   });
 }

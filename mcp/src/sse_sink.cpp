@@ -2,6 +2,7 @@
 
 #include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
 #include <caf/send.hpp>
 
 #include "dorm/runtime/log.hpp"
@@ -12,7 +13,11 @@ namespace {
 using keep_alive_atom = caf::atom_constant<caf::atom("keepalive")>;
 using peer_gone_atom = caf::atom_constant<caf::atom("peergone")>;
 
-caf::behavior sse_sink(caf::event_based_actor* self, std::shared_ptr<StreamBody> body,
+struct SinkState {
+  std::size_t allowance = 0;  // replayed bytes, not counted against max_unsent
+};
+
+caf::behavior sse_sink(caf::stateful_actor<SinkState>* self, std::shared_ptr<StreamBody> body,
                        SinkOptions options) {
   // Whatever ends this actor ends the connection; after a clean end this does nothing.
   self->attach_functor([body](const caf::error&) { body->abort(); });
@@ -25,7 +30,7 @@ caf::behavior sse_sink(caf::event_based_actor* self, std::shared_ptr<StreamBody>
   self->delayed_send(self, options.keep_alive, keep_alive_atom::value);
   auto write = [self, body, options](std::string_view bytes) {
     std::size_t unsent = body->write(bytes);
-    if (unsent > options.max_unsent) {
+    if (unsent > options.max_unsent + self->state.allowance) {
       log::info("sse_slow_reader_closed",
                 {{"unsent", static_cast<std::int64_t>(unsent)},
                  {"limit", static_cast<std::int64_t>(options.max_unsent)}});
@@ -35,6 +40,7 @@ caf::behavior sse_sink(caf::event_based_actor* self, std::shared_ptr<StreamBody>
   };
   return {
       [self, body, write](SinkWrite& w) {
+        if (w.replay) self->state.allowance += w.bytes.size();
         if (!w.bytes.empty()) write(w.bytes);
         if (w.end && !body->closed()) {
           body->end();

@@ -107,17 +107,25 @@ TEST_CASE("streams: a reader over 1 MiB behind is cut off; a resume delivers eve
   // What the POST's own turn wrote: the priming event and the first progress.
   auto seen = ids(res);
   REQUIRE(seen.size() == 2);
-  f.run_until(f.clock.now_ms() + 1000);
+  // 10 ms apart, about 33 notifications pass 1 MiB: by 450 ms the reader is cut off.
+  f.run_until(f.clock.now_ms() + 450);
   // It read nothing more; the unsent bytes passed 1 MiB and the connection was cut.
   auto pending = res.stream->take();
   CHECK(pending.abort);
   res.stream->close();
   CHECK(res.stream->unsent() == 0);
-  // Every event is in the log: a resume from the last id the client saw gets the rest,
-  // so it has each event exactly once.
+  // Every event is in the log: a resume from the last id the client saw, while the tool
+  // still runs, replays the rest (over 1 MiB at once: not a slow reader) and goes on live,
+  // so the client has each event exactly once.
   auto resumed = f.get(s, seen.back());
   auto& r = **resumed;
-  CHECK(read(r).over);  // the stream finished meanwhile: one complete replay
+  auto during = read(r);
+  CHECK_FALSE(during.over);
+  CHECK(r.body.size() > 1024 * 1024);
+  f.run_until(f.clock.now_ms() + 1000);
+  auto after = read(r);
+  CHECK(after.over);
+  CHECK_FALSE(after.aborted);
   auto ev = events(res);
   for (auto& e : events(r)) ev.push_back(std::move(e));
   REQUIRE(ev.size() == 65);

@@ -123,3 +123,24 @@ test('conformance tools-list, with every fixture tool', opts,
   (t) => conformance(t, 'tools-list', { tools: FIXTURE_TOOLS }));
 test('conformance logging-set-level', opts, (t) => conformance(t, 'logging-set-level'));
 test('conformance dns-rebinding-protection', opts, (t) => conformance(t, 'dns-rebinding-protection'));
+
+// Live streams: three concurrent POST streams on one session, and SSE polling (the
+// server closes the connection after the priming event; the client resumes by GET).
+const STREAM_ARGS = ['--fixtures', 'testing,conformance'];
+const statusOf = (checks, id) => checks.filter((c) => c.id === id).map((c) => c.status);
+
+test('conformance server-sse-multiple-streams: three streams, each SUCCESS', opts, async (t) => {
+  const checks = await conformance(t, 'server-sse-multiple-streams', { extraArgs: STREAM_ARGS });
+  const functional = checks.find((c) => c.id === 'server-sse-streams-functional');
+  assert.ok(functional, `no server-sse-streams-functional check: ${checks.map((c) => c.id).join(', ')}`);
+  assert.equal(functional.status, 'SUCCESS', describeCheck(functional));
+  assert.equal(functional.details?.numSseStreams, 3, describeCheck(functional));
+  assert.equal(functional.details?.functionalSseStreams, 3, describeCheck(functional));
+});
+
+test('conformance server-sse-polling: priming, retry and disconnect-resume each SUCCESS', opts, async (t) => {
+  const checks = await conformance(t, 'server-sse-polling', { extraArgs: STREAM_ARGS });
+  for (const id of ['server-sse-priming-event', 'server-sse-retry-field', 'server-sse-disconnect-resume']) {
+    assert.deepEqual(statusOf(checks, id), ['SUCCESS'], `${id}: ${checks.filter((c) => c.id === id).map(describeCheck).join('\n')}`);
+  }
+});

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--lock-wait", lock_wait_s, "Seconds to wait for another process's storage lock")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
-  serve_cmd->add_option("--fixtures", serve.fixtures, "Fixture tool sets to offer (comma-separated): testing")
+  serve_cmd->add_option("--fixtures", serve.fixtures, "Fixture tool sets to offer (comma-separated): testing, conformance")
       ->delimiter(',');
   serve_cmd->add_option("--tools-page-size", serve.tools_page_size, "Tools per tools/list page")
       ->capture_default_str()

@@ -8,7 +8,8 @@
 //   - it is told to close (SinkClose): a server-initiated close or a newer connection on
 //     the same stream; the response ends cleanly and the client may resume from the log;
 //   - the client goes away or the connection fails;
-//   - its client falls more than `max_unsent` bytes behind: the connection is closed at
+//   - its client falls more than `max_unsent` bytes behind (beyond the replay it started
+//     with): the connection is closed at
 //     once (buffering without bound for a reader that does not read would let one client
 //     exhaust the server's memory); the client resumes from the log, which holds every
 //     event;
@@ -46,6 +47,9 @@ struct SinkOptions {
 struct SinkWrite {
   std::string bytes;
   bool end = false;
+  // A resume's replay: its size is added to what the client may have unsent, so a large
+  // replay (at most the event log's 4 MiB) is not mistaken for a slow reader.
+  bool replay = false;
 };
 
 // Ends the response cleanly now (the stream itself goes on in the log).
