@@ -216,3 +216,98 @@ TEST_CASE("http server: header limit 431, a header trickled past its timeout and
   CHECK(idle.send(http::verb::get, "/healthz").result() == http::status::ok);
   CHECK(idle.closed_by_server(std::chrono::seconds(20)));
 }
+
+namespace {
+
+using dorm::mcp::StreamBody;
+
+// A handler that answers every endpoint request with a streamed body it hands to the test.
+struct StreamingHandler {
+  std::promise<std::shared_ptr<StreamBody>> next;
+  void install(HttpServer& server) {
+    server.set_handler([this](HttpRequest, Respond respond) {
+      auto body = std::make_shared<StreamBody>();
+      HttpResponse head(200, {{"Content-Type", "text/event-stream"}});
+      head.stream = body;
+      respond(std::move(head));
+      next.set_value(body);
+    });
+  }
+  std::shared_ptr<StreamBody> take() {
+    auto body = next.get_future().get();
+    next = {};
+    return body;
+  }
+};
+
+// Waits (bounded) until `body` is closed.
+bool closes_within(const std::shared_ptr<StreamBody>& body, std::chrono::seconds bound) {
+  auto closed = std::make_shared<std::promise<void>>();
+  body->on_closed([closed] { closed->set_value(); });
+  return closed->get_future().wait_for(bound) == std::future_status::ready;
+}
+
+}  // namespace
+
+TEST_CASE("http server: a streamed body goes out chunked as it is written; the connection then serves the next request") {
+  auto server = start_on_free_port();
+  StreamingHandler handler;
+  handler.install(*server);
+  Client client(server->local_address().port);
+  http::request<http::string_body> req{http::verb::get, "/mcp", 11};
+  req.set(http::field::host, "127.0.0.1");
+  client.send_only(req);
+  auto body = handler.take();
+  CHECK(body->write("id: 1\ndata: a\n\n") > 0);
+  CHECK(body->write("id: 2\ndata: b\n\n") > 0);
+  body->end();
+  auto res = client.read();
+  CHECK(res.result() == http::status::ok);
+  CHECK(res.chunked());
+  CHECK(res[http::field::content_type] == "text/event-stream");
+  CHECK(res.body() == "id: 1\ndata: a\n\nid: 2\ndata: b\n\n");
+  CHECK(closes_within(body, std::chrono::seconds(10)));
+  CHECK(body->write("late") == 0);  // closed: dropped
+
+  // Keep-alive: the same connection carries another streamed response.
+  client.send_only(req);
+  auto second = handler.take();
+  second->write("data: c\n\n");
+  second->end();
+  CHECK(client.read().body() == "data: c\n\n");
+}
+
+TEST_CASE("http server: a client that goes away closes its streamed body, even while nothing is written") {
+  auto server = start_on_free_port();
+  StreamingHandler handler;
+  handler.install(*server);
+  auto client = std::make_unique<Client>(server->local_address().port);
+  http::request<http::string_body> req{http::verb::get, "/mcp", 11};
+  req.set(http::field::host, "127.0.0.1");
+  client->send_only(req);
+  auto body = handler.take();
+  body->write(": open\n\n");
+  client.reset();  // the socket closes
+  CHECK(closes_within(body, std::chrono::seconds(10)));
+  CHECK(body->closed());
+}
+
+TEST_CASE("http server: a client that reads nothing leaves the writer's bytes unsent; abort closes the connection anyway") {
+  auto server = start_on_free_port();
+  StreamingHandler handler;
+  handler.install(*server);
+  Client client(server->local_address().port);
+  http::request<http::string_body> req{http::verb::get, "/mcp", 11};
+  req.set(http::field::host, "127.0.0.1");
+  client.send_only(req);
+  auto body = handler.take();
+  // 8 MiB written while the client reads nothing: the socket buffers are small for
+  // streams, so most of it stays unsent where the writer can see it.
+  std::string chunk(64 * 1024, 'x');
+  std::size_t unsent = 0;
+  for (int i = 0; i < 128; ++i) unsent = body->write(chunk);
+  CHECK(unsent > 4 * 1024 * 1024);
+  body->abort();
+  CHECK(closes_within(body, std::chrono::seconds(10)));
+  CHECK(client.closed_by_server(std::chrono::seconds(10)));
+}
