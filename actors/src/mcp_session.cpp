@@ -96,6 +96,9 @@ constexpr std::string_view kStandaloneKey = "g";
 constexpr std::string_view kInflightIndex = "mcp.inflight";
 // The alarm that removes finished streams once their retention has passed.
 constexpr std::string_view kRetentionAlarm = "streams";
+// The idle policy's alarm, and the key of the last client request's time.
+constexpr std::string_view kIdleAlarm = "idle";
+constexpr std::string_view kLastActivityKey = "a";
 
 // MCP log levels (RFC 5424 severities), least severe first.
 constexpr std::array<std::string_view, 8> kLogLevels = {
@@ -327,6 +330,7 @@ void McpSession::handle(const SessionCall& call) {
                                          {"caller_org", call.caller.org}});
     return answer_now(call, rejected(mcp::Rejection::unknown_session()));
   }
+  note_activity();
   switch (call.kind) {
     case SessionCall::Kind::post: return post(call);
     case SessionCall::Kind::remove: return answer_now(call, remove());
@@ -366,6 +370,7 @@ HttpResponse McpSession::initialize(const SessionCall& call) {
   meta.created_ms = clock().now_ms();
   meta_ = std::move(meta);
   store_meta();
+  note_activity();
 
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
@@ -711,7 +716,45 @@ void McpSession::arm_retention() {
   }
 }
 
+void McpSession::note_activity() {
+  auto now = clock().now_ms();
+  if (auto ok = put(kLastActivityKey, std::to_string(now)); !ok) throw std::runtime_error(ok.error().describe());
+  if (auto ok = set_alarm(kIdleAlarm, now + options_.idle.idle_after.count()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+void McpSession::on_idle_alarm() {
+  if (!meta_) return;  // deleted meanwhile
+  auto stored = get(kLastActivityKey);
+  if (!stored) throw std::runtime_error(stored.error().describe());
+  std::int64_t last = *stored ? std::stoll(**stored) : meta_->created_ms;
+  auto now = clock().now_ms();
+  if (now - last >= options_.session_ttl.count()) {
+    log::info("session_expired", {{"session", session_id_}, {"idle_ms", now - last}});
+    erase();
+    return;
+  }
+  mcp::IdleInput input;
+  input.now_ms = now;
+  input.last_activity_ms = last;
+  input.paused_work = false;  // no engine yet: nothing can pause
+  input.busy = !live_.empty() || !connections_.empty();
+  auto decision = mcp::decide(options_.idle, input);
+  if (decision.action == mcp::IdleDecision::Action::wait) {
+    if (auto ok = set_alarm(kIdleAlarm, decision.wake_at_ms); !ok) throw std::runtime_error(ok.error().describe());
+    return;
+  }
+  // Out of memory until the next request; the alarm comes back for the TTL.
+  if (auto ok = set_alarm(kIdleAlarm, last + options_.session_ttl.count()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+  log::debug("session_disposed", {{"session", session_id_}, {"idle_ms", now - last}, {"row", decision.row}});
+  dispose();
+}
+
 void McpSession::on_alarm(const AlarmInfo& info) {
+  if (info.name == kIdleAlarm) return on_idle_alarm();
   if (info.name != kRetentionAlarm) return;
   auto removed = log_.expire(clock().now_ms());
   if (!removed) throw std::runtime_error(removed.error().describe());
@@ -835,6 +878,11 @@ std::string McpSession::inflight_key(std::string_view request_key) const {
 }
 
 HttpResponse McpSession::remove() {
+  erase();
+  return HttpResponse{200, {}, {}};
+}
+
+void McpSession::erase() {
   // Index entries live outside the session's keys: delete_all() would leave them.
   ListOptions journal;
   journal.prefix = std::string(kJournalPrefix);
@@ -855,7 +903,6 @@ HttpResponse McpSession::remove() {
   connections_.clear();
   if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
   meta_.reset();
-  return HttpResponse{200, {}, {}};
 }
 
 void McpSession::store_meta() {
@@ -866,7 +913,7 @@ void McpSession::store_meta() {
 
 Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options) {
   NamespaceOptions ns;
-  ns.idle_timeout = options.idle_timeout;
+  ns.idle_timeout = std::chrono::milliseconds(0);  // the idle policy evicts sessions
   return runtime.register_namespace(
       kMcpSessionNamespace, [&options] { return std::make_unique<McpSession>(options); }, ns);
 }

@@ -105,6 +105,7 @@ void Lease::release() {
 }
 
 Lease DurableObject::keep_alive() { return host_->keep_alive(); }
+void DurableObject::dispose() { host_->request_dispose(); }
 
 const ObjectId& DurableObject::id() const { return host_->id(); }
 Epoch DurableObject::epoch() const { return host_->epoch(); }

@@ -276,6 +276,10 @@ Result<bool> ObjectHost::delete_alarm(std::string_view name) {
 
 void ObjectHost::touch() {
   last_activity_ms_ = impl_->clock->now_ms();
+  if (std::exchange(dispose_requested_, false) && impl_->try_begin_dispose(activation_.get())) {
+    stop(StopReason::idle);
+    return;
+  }
   if (idle_timeout_.count() > 0 && !idle_check_pending_) {
     idle_check_pending_ = true;
     delayed_send(this, idle_timeout_, IdleCheck{});

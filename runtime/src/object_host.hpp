@@ -47,6 +47,7 @@ class ObjectHost : public caf::event_based_actor {
   Result<void> index_del(std::string_view index, std::string_view key);
   void send_message(const ObjectHandle& to, caf::message msg);
   Lease keep_alive() { return Lease(activation_); }
+  void request_dispose() { dispose_requested_ = true; }
   void request_message(const ObjectHandle& to, caf::message msg,
                        DurableObject::Continuation then);
   void after_commit(std::function<void()> effect);
@@ -102,6 +103,7 @@ class ObjectHost : public caf::event_based_actor {
   caf::behavior handlers_;
   Phase phase_ = Phase::starting;
   bool resetting_ = false;
+  bool dispose_requested_ = false;  // DurableObject::dispose() in the current turn
 
   TurnBatch batch_;
   bool in_turn_ = false;

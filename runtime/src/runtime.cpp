@@ -219,6 +219,16 @@ bool Runtime::Impl::try_begin_stop(const detail::Activation* act) {
   return true;
 }
 
+bool Runtime::Impl::try_begin_dispose(const detail::Activation* act) {
+  std::lock_guard lock(mutex);
+  auto* a = const_cast<detail::Activation*>(act);
+  // Leases do not count: the object itself decided to go. Accepted messages do.
+  if (a->stopping || a->accepted.load() > 0) return false;
+  a->stopping = true;
+  ++stopping_count;
+  return true;
+}
+
 void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason next) {
   std::vector<detail::Envelope> parked;
   caf::actor successor;

@@ -175,6 +175,8 @@ struct Runtime::Impl {
   std::vector<caf::actor> pick_victims_locked();
   // Marks `act` stopping if it is idle (nothing accepted, no lease). Lock taken inside.
   bool try_begin_stop(const detail::Activation* act);
+  // As try_begin_stop, but leases do not hold it back (DurableObject::dispose).
+  bool try_begin_dispose(const detail::Activation* act);
   // The activation stopped (on_stop done, or reset): forget it and hand its parked
   // messages to a new activation. `next` is that id's next start reason.
   void end(const ObjectId& id, detail::Activation* act, StartReason next);

@@ -1,5 +1,6 @@
 // dorm — the command-line program: serve (and later inspect, bench, deploy-sim).
 #include <CLI/CLI.hpp>
+#include <map>
 #include <spdlog/spdlog.h>
 
 #include "dorm/runtime/log.hpp"
@@ -52,6 +53,14 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--tools-page-size", serve.tools_page_size, "Tools per tools/list page")
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000));
+  serve_cmd
+      ->add_option("--session-ttl", serve.session_ttl_s,
+                   "Delete a session idle this long (a number with unit s, m, h or d; plain: seconds)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{
+                                            {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}},
+                                        CLI::AsNumberWithUnit::UNIT_OPTIONAL, "DURATION"))
+      ->check(CLI::Range(std::int64_t{60}, std::int64_t{10LL * 365 * 86400}))
+      ->default_str("7d");
   serve_cmd->add_option("--retry-ms", serve.retry_ms,
                         "The retry hint of priming events: how long a client waits before resuming")
       ->capture_default_str()

@@ -235,6 +235,7 @@ int serve(const ServeOptions& options) {
   session_options.tools = &tools;
   session_options.page_size = options.tools_page_size;
   session_options.retry_ms = options.retry_ms;
+  session_options.session_ttl = std::chrono::seconds(options.session_ttl_s);
   if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});
     return 1;

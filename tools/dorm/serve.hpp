@@ -25,6 +25,8 @@ struct ServeOptions {
   std::size_t tools_page_size = 100;
   // The retry hint of priming events, in milliseconds.
   std::int64_t retry_ms = 500;
+  // A session idle this long is deleted (--session-ttl).
+  std::int64_t session_ttl_s = 7 * 24 * 60 * 60;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status

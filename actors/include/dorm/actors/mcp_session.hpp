@@ -17,6 +17,7 @@
 
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/event_log.hpp"
+#include "dorm/mcp/idle_policy.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/mcp/sse_sink.hpp"
 #include "dorm/mcp/tool_registry.hpp"
@@ -40,9 +41,12 @@ struct McpSessionOptions {
   // Dev switch (`dorm serve --no-priming`, hidden): no priming event even for sessions
   // that negotiated 2025-11-25, to reproduce what a client sees without one.
   bool priming = true;
-  // Until the idle policy (DESIGN §6) takes over eviction: sessions idle this long leave
-  // memory (their storage stays).
-  std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
+  // When an idle session leaves memory (DESIGN §6). The session namespace has no runtime
+  // idle eviction: this policy, run by the session's "idle" alarm, is its only evictor.
+  mcp::IdlePolicy idle;
+  // A session idle this long is deleted (storage included) by its idle alarm: most
+  // clients never send DELETE. `dorm serve --session-ttl`.
+  std::chrono::milliseconds session_ttl{7LL * 24 * 60 * 60 * 1000};
 };
 
 class McpSession : public DurableObject {
@@ -74,6 +78,11 @@ class McpSession : public DurableObject {
   // Sends the exchange's response once it has everything (after this turn commits).
   void complete(const std::shared_ptr<Exchange>& exchange);
   void store_meta();
+  // A client request: stores the time and sets the idle alarm (DESIGN §6).
+  void note_activity();
+  void on_idle_alarm();
+  // Deletes everything the session stored (DELETE, or the TTL).
+  void erase();
   void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
   // Stores `message` in the exchange's stream and adds it to the response. `final_for`:
   // the message is that request's final response (its journal record goes with it).

@@ -150,6 +150,11 @@ class DurableObject {
   // ---- residency ----
   // A lease that keeps this activation in memory until released (see Lease).
   Lease keep_alive();
+  // Ends this activation once the current turn has committed, whatever leases it holds
+  // (the object decided it is idle): on_stop(idle) runs, memory is freed, storage stays,
+  // and the next message activates it again. Dropped if messages are already waiting for
+  // it (they are activity).
+  void dispose();
 
   // ---- identity, time, messages ----
   const ObjectId& id() const;

@@ -1,0 +1,97 @@
+// The session idle policy wired into the session (DESIGN §6), on virtual time: every
+// client request stores last activity and sets the idle alarm; the alarm waits, extends
+// for running work, or disposes; a disposed session answers from storage; the TTL
+// deletes an abandoned session. The policy's table itself is tested in tests/mcp.
+#include <doctest/doctest.h>
+
+#include "session_fixture.hpp"
+
+using namespace dorm;
+using namespace dorm::testing;
+
+namespace {
+
+constexpr std::int64_t kMinute = 60 * 1000;
+
+struct IdleFixture : SessionFixture {
+  std::string data_prefix(const std::string& session) {
+    auto object = runtime->id_from_name(actors::kMcpSessionNamespace, session);
+    return keys::object_prefix(object.ns(), object.body()) + keys::kObjectData;
+  }
+  std::optional<std::string> stored(const std::string& session, const std::string& key) {
+    auto v = memory.get(data_prefix(session) + key);
+    REQUIRE(v.ok());
+    return *v;
+  }
+  HttpResponse ping(const std::string& session) {
+    return post(session, R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("idle: a request stores last activity and sets the idle alarm; an idle session leaves memory and answers from storage") {
+  IdleFixture f;
+  const std::string s = "s-idle-dispose-001";
+  REQUIRE(f.initialize(s).status == 200);
+  const auto t0 = f.clock.now_ms();
+  CHECK(f.stored(s, "a") == std::to_string(t0));
+  f.run_until(t0 + 3 * kMinute);
+  REQUIRE(f.ping(s).status == 200);
+  const auto t1 = f.clock.now_ms();
+  CHECK(f.stored(s, "a") == std::to_string(t1));
+  CHECK(f.runtime->active_objects() == 1);
+  // The alarm set by the first request fires at t0 + 5 min and waits for the remainder.
+  f.run_until(t1 + 5 * kMinute - 1);
+  CHECK(f.runtime->active_objects() == 1);
+  f.run_until(t1 + 5 * kMinute);
+  CHECK(f.runtime->active_objects() == 0);
+  // Storage stays: the next request activates it again, with no initialize.
+  auto again = f.ping(s);
+  CHECK(again.status == 200);
+  CHECK(events(again).size() == 1);
+  f.expected_active = 1;
+}
+
+TEST_CASE("idle: a session with a running call stays until 35 minutes idle, then is disposed; alarms are not activity") {
+  IdleFixture f;
+  const std::string s = "s-idle-busy-000001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":3600000,"step_ms":600000}}})");
+  f.send(std::move(c), answer);
+  f.runtime->run_until_idle();
+  const auto t0 = f.clock.now_ms();
+  const auto activity = f.stored(s, "a");
+  f.run_until(t0 + 34 * kMinute);
+  CHECK(f.runtime->active_objects() == 1);
+  CHECK(f.stored(s, "a") == activity);  // the sleep's own turns are not client activity
+  f.run_until(t0 + 35 * kMinute);
+  CHECK(f.runtime->active_objects() == 0);
+  // Its open connection went with it: the client resumes against the next activation.
+  REQUIRE(answer->has_value());
+  CHECK(read(**answer).over);
+}
+
+TEST_CASE("idle: a session idle for the TTL is deleted by its alarm") {
+  IdleFixture f;
+  f.options.session_ttl = std::chrono::hours(2);
+  const std::string s = "s-idle-ttl-0000001";
+  REQUIRE(f.initialize(s).status == 200);
+  REQUIRE(f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"kv_put","arguments":{"key":"k","value":"v"}}})").status == 200);
+  const auto t0 = f.clock.now_ms();
+  f.run_until(t0 + 10 * kMinute);
+  CHECK(f.runtime->active_objects() == 0);
+  CHECK(count_prefix(f.memory, f.data_prefix(s)) > 0);
+  f.run_until(t0 + 2 * 60 * kMinute - 1);
+  CHECK(count_prefix(f.memory, f.data_prefix(s)) > 0);
+  f.run_until(t0 + 2 * 60 * kMinute);
+  auto object = f.runtime->id_from_name(actors::kMcpSessionNamespace, s);
+  CHECK(count_prefix(f.memory, keys::object_prefix(object.ns(), object.body())) == 0);
+  CHECK(f.ping(s).status == 404);
+  f.expected_active = 1;
+}
