@@ -17,6 +17,7 @@
 
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/event_log.hpp"
+#include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/runtime/runtime.hpp"
@@ -37,6 +38,12 @@ struct McpSessionOptions {
   // Until the idle policy (DESIGN §6) takes over eviction: sessions idle this long leave
   // memory (their storage stays).
   std::chrono::milliseconds idle_timeout{10 * 60 * 1000};
+  // Development switches, to reproduce the incident the reaper and priming fix (hidden
+  // `dorm serve --no-reaper` / `--no-priming`); never turn them off in production.
+  // reaper: every start answers the requests a dead activation left unanswered (reaper.hpp).
+  bool reaper = true;
+  // priming: sessions of 2025-11-25 and later get a priming event first on each stream.
+  bool priming = true;
 };
 
 class McpSession : public DurableObject {
@@ -52,6 +59,7 @@ class McpSession : public DurableObject {
   class CallContext;
   class Storage;
   class Store;
+  class Index;
 
  private:
   void handle(const mcp::SessionCall& call);
@@ -76,6 +84,9 @@ class McpSession : public DurableObject {
   void resume(const mcp::SessionCall& call);
   void journal_put(const mcp::RequestId& id, std::uint64_t stream);
   void journal_del(const mcp::RequestId& id);
+  // Answers what a dead activation left in the journal (on_start only: one batch per
+  // record), with the restart_reap span and log line.
+  void reap();
   // Sets the retention alarm for the earliest finished stream's expiry (scans them all:
   // only from the alarm itself).
   void arm_retention();
@@ -86,7 +97,9 @@ class McpSession : public DurableObject {
   std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)
   std::unique_ptr<Storage> tool_storage_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Index> index_;
   mcp::EventLog log_;
+  mcp::InflightJournal journal_;
   std::map<std::uint64_t, std::shared_ptr<Exchange>> live_;  // streams still being written
   std::string session_id_;  // as the last call named it (for logs)
 };
