@@ -25,6 +25,11 @@ struct ServeOptions {
   std::size_t tools_page_size = 100;
   // The retry hint of priming events, in milliseconds.
   std::int64_t retry_ms = 500;
+  // Development switches (hidden from --help), to reproduce the incident the reaper and
+  // priming events fix: --no-reaper leaves calls killed by a restart unanswered,
+  // --no-priming sends no priming event even to 2025-11-25 sessions.
+  bool reaper = true;
+  bool priming = true;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status
