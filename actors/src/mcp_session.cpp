@@ -12,6 +12,7 @@
 
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/protocol_version.hpp"
+#include "dorm/mcp/reap_telemetry.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/sse_sink.hpp"
 #include "dorm/runtime/log.hpp"
@@ -89,11 +90,11 @@ std::uint64_t random_stream_id() {
   return id;
 }
 
-constexpr std::string_view kJournalPrefix = "j/";
+using mcp::kJournalPrefix;
 // The standalone stream's cursor: the id of the last event a GET carried (or its seq 0).
 constexpr std::string_view kStandaloneKey = "g";
 // Runtime index of sessions with requests in flight: <session object id>/<request key>.
-constexpr std::string_view kInflightIndex = "mcp.inflight";
+using mcp::kInflightIndex;
 // The alarm that removes finished streams once their retention has passed.
 constexpr std::string_view kRetentionAlarm = "streams";
 // The idle policy's alarm, and the key of the last client request's time.
@@ -158,6 +159,20 @@ class McpSession::Store : public mcp::SessionStore {
     if (!start.empty()) options.start = std::string(start);
     options.limit = limit;
     return session_.list(options);
+  }
+
+ private:
+  McpSession& session_;
+};
+
+class McpSession::Index : public mcp::InflightIndex {
+ public:
+  explicit Index(McpSession& session) : session_(session) {}
+  Result<void> put(std::string_view request_key) override {
+    return session_.index_put(kInflightIndex, session_.inflight_key(request_key), "");
+  }
+  Result<void> del(std::string_view request_key) override {
+    return session_.index_del(kInflightIndex, session_.inflight_key(request_key));
   }
 
  private:
@@ -293,7 +308,9 @@ McpSession::McpSession(const McpSessionOptions& options)
     : options_(options),
       tool_storage_(std::make_unique<Storage>(*this)),
       store_(std::make_unique<Store>(*this)),
-      log_(*store_, options.event_limits) {}
+      index_(std::make_unique<Index>(*this)),
+      log_(*store_, options.event_limits),
+      journal_(*store_, *index_) {}
 
 McpSession::~McpSession() = default;
 
@@ -304,6 +321,37 @@ void McpSession::on_start(StartReason) {
   auto meta = mcp::SessionMeta::from_json(**stored);
   if (!meta) throw std::runtime_error(meta.error().describe());
   meta_ = std::move(*meta);
+  // Whatever the start reason, before any traffic: work a dead activation left
+  // unanswered gets its error now, so a client that resumes finds it.
+  if (options_.reaper) reap();
+}
+
+void McpSession::reap() {
+  mcp::Reaper reaper(journal_, log_);
+  auto plan = reaper.find(epoch());
+  if (!plan) throw std::runtime_error(plan.error().describe());
+  const std::string session = id().to_string();
+  mcp::log_unreadable(*plan, session);
+  if (plan->empty()) return;
+  auto span = start_span(mcp::kRestartReapSpan);
+  auto commit_record = [this](const mcp::Reaper::Step& step) -> Result<void> {
+    if (step.finished_stream) {
+      // The stream finished in this batch: its retention alarm goes in the same batch
+      // (an armed one is due earlier, and on_alarm re-arms for the next stream).
+      auto armed = get_alarm(kRetentionAlarm);
+      if (!armed) return std::move(armed).error();
+      if (!*armed) {
+        auto due = clock().now_ms() + options_.event_limits.retention_ms;
+        if (auto ok = set_alarm(kRetentionAlarm, due); !ok) return ok;
+      }
+    }
+    return commit();
+  };
+  auto report = reaper.run(*plan, epoch(), clock().now_ms(), commit_record);
+  mcp::record_reap(span, report, session, epoch().generation);
+  // The records not reached are untouched: failing the start resets this object, and the
+  // next activation reaps them.
+  if (report.failure) throw std::runtime_error("restart reap: " + report.failure->describe());
 }
 
 caf::behavior McpSession::behavior() {
@@ -425,7 +473,7 @@ void McpSession::post(const SessionCall& call) {
       }
     }
     std::int64_t retry =
-        mcp::wants_priming(meta_->protocol_version) && options_.priming ? options_.retry_ms : 0;
+        options_.priming && mcp::wants_priming(meta_->protocol_version) ? options_.retry_ms : 0;
     for (int attempt = 0;; ++attempt) {
       exchange->stream = random_stream_id();
       auto opened = log_.open(exchange->stream, first_request, retry);
@@ -682,28 +730,13 @@ void McpSession::open_standalone(const SessionCall& call) {
 
 
 void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
-  std::string key = id.to_key();
-  std::string record = "{\"stream\":\"" + mcp::stream_key(stream) + "\",\"generation\":" +
-                       std::to_string(epoch().generation) + ",\"activation\":" +
-                       std::to_string(epoch().activation) + "}";
-  // Record and index entry in one batch: the reaper finds the session through the index
-  // and the request through the record, or neither.
-  if (auto ok = put(std::string(kJournalPrefix) + key, record); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
-  if (auto ok = index_put(kInflightIndex, inflight_key(key), ""); !ok) {
+  if (auto ok = journal_.put(mcp::JournalRecord{id, stream, epoch()}); !ok) {
     throw std::runtime_error(ok.error().describe());
   }
 }
 
 void McpSession::journal_del(const mcp::RequestId& id) {
-  std::string key = id.to_key();
-  if (auto ok = del(std::string(kJournalPrefix) + key); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
-  if (auto ok = index_del(kInflightIndex, inflight_key(key)); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
+  if (auto ok = journal_.del(id); !ok) throw std::runtime_error(ok.error().describe());
 }
 
 void McpSession::arm_retention() {

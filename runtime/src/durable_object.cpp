@@ -112,6 +112,10 @@ Epoch DurableObject::epoch() const { return host_->epoch(); }
 Runtime& DurableObject::runtime() const { return host_->runtime(); }
 const Clock& DurableObject::clock() const { return host_->clock(); }
 
+trace::Span DurableObject::start_span(std::string_view name) {
+  return host_->start_child_span(name);
+}
+
 void DurableObject::send_message(const ObjectHandle& to, caf::message msg) {
   host_->send_message(to, std::move(msg));
 }

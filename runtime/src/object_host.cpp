@@ -87,8 +87,9 @@ caf::behavior ObjectHost::make_behavior() {
   // mailbox, in send order.
   auto span = start_span(trace::kActivationSpan, trace_);
   span.set_attribute(trace::attr::kStartReason, std::string(to_string(start_reason_)));
-  auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); });
+  // Before on_start: spans the object starts there are children of the activation's.
   if (span.recording()) trace_ = span.context();
+  auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); });
   if (failure) {
     span.record_exception("dorm.StartFailed", describe(failure));
     span.end();
@@ -388,7 +389,7 @@ void ObjectHost::reset(const caf::error& why) {
   quit(why);
 }
 
-trace::Span ObjectHost::start_span(const char* name, std::optional<trace::TraceContext> parent,
+trace::Span ObjectHost::start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                                    std::vector<trace::SpanLink> links) {
   auto* tracer = impl_->options.tracer;
   if (!tracer) return {};
@@ -401,7 +402,7 @@ trace::Span ObjectHost::start_span(const char* name, std::optional<trace::TraceC
       {trace::attr::kEpochGeneration, static_cast<std::int64_t>(epoch_.generation)},
       {trace::attr::kEpochActivation, static_cast<std::int64_t>(epoch_.activation)},
   };
-  return tracer->start_span(name, std::move(options));
+  return tracer->start_span(std::string(name), std::move(options));
 }
 
 Result<void> ObjectHost::fail_turn(Error error) {

@@ -58,6 +58,8 @@ class ObjectHost : public caf::event_based_actor {
   Epoch epoch() const { return epoch_; }
   Runtime& runtime() const { return *runtime_; }
   const Clock& clock() const { return *impl_->clock; }
+  // A span under this activation's span (see DurableObject::start_span).
+  trace::Span start_child_span(std::string_view name) { return start_span(name, trace_); }
 
  private:
   enum class Phase { starting, running, stopping };
@@ -84,7 +86,7 @@ class ObjectHost : public caf::event_based_actor {
   void reset(const caf::error& why);
   // A span about this activation (namespace, id and epoch set) if the runtime traces;
   // otherwise one that records nothing.
-  trace::Span start_span(const char* name, std::optional<trace::TraceContext> parent,
+  trace::Span start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                          std::vector<trace::SpanLink> links = {});
   Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
   Result<void> fail_turn(Error error);
@@ -127,8 +129,9 @@ class ObjectHost : public caf::event_based_actor {
   std::int64_t last_activity_ms_ = 0;
   bool idle_check_pending_ = false;
   std::optional<std::string> earliest_alarm_set_;  // in this turn: tell the scheduler
-  // Until on_start ran: the trace context of the message that caused this activation.
-  // Afterwards: the activation span's (the parent of a reset, a link from alarms).
+  // Until on_start begins: the trace context of the message that caused this activation.
+  // From then on: the activation span's (the parent of a reset and of the object's own
+  // spans, a link from alarms).
   std::optional<trace::TraceContext> trace_;
 };
 

@@ -230,3 +230,67 @@ TEST_CASE("runtime spans: a failing on_start ends its activation span in error, 
   CHECK(resets[0].parent_span_id == activations[0].context.span_id);
   CHECK(resets[0].status == SpanStatus::error);
 }
+
+namespace {
+
+// Starts a span of its own in on_start and in a handler.
+struct SpanningObject : DurableObject {
+  void on_start(StartReason) override {
+    auto span = start_span("object.start");
+    span.set_attribute("step", std::string("start"));
+  }
+  caf::behavior behavior() override {
+    return {[this](int x) {
+      start_span("object.handle").set_status(SpanStatus::ok);
+      return x + 1;
+    }};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("object spans: start_span in on_start and in a handler is a child of the activation span") {
+  RuntimeFixture f;
+  REQUIRE(f.runtime->register_namespace("spanning", [] { return std::make_unique<SpanningObject>(); }).ok());
+  auto h = f.handle("spanning", "a");
+  Reply r;
+  f.runtime->request(h, r.handler(), 1);
+  f.runtime->run_until_idle();
+  CHECK(r.as_int() == 2);
+  auto activations = f.tracer.spans_named(kActivationSpan);
+  REQUIRE(activations.size() == 1);
+  for (const char* name : {"object.start", "object.handle"}) {
+    CAPTURE(name);
+    auto spans = f.tracer.spans_named(name);
+    REQUIRE(spans.size() == 1);
+    CHECK(spans[0].context.trace_id == activations[0].context.trace_id);
+    REQUIRE(spans[0].parent_span_id);
+    CHECK(*spans[0].parent_span_id == activations[0].context.span_id);
+    CHECK(std::get<std::string>(*spans[0].attribute(attr::kNamespace)) == "spanning");
+    CHECK(std::get<std::string>(*spans[0].attribute(attr::kObjectId)) == h.id.to_string());
+    CHECK(std::get<std::int64_t>(*spans[0].attribute(attr::kEpochActivation)) ==
+          std::get<std::int64_t>(*activations[0].attribute(attr::kEpochActivation)));
+  }
+  CHECK(std::get<std::string>(*f.tracer.spans_named("object.start")[0].attribute("step")) == "start");
+  f.expected_active = 1;
+}
+
+TEST_CASE("object spans: without a tracer start_span records nothing") {
+  RuntimeFixture f;
+  f.runtime.reset();
+  RuntimeOptions untraced;
+  untraced.tracer = nullptr;
+  // The fixture installs its tracer when none is given: start without one by hand.
+  untraced.virtual_clock = &f.clock;
+  auto rt = Runtime::start(f.faulty, untraced);
+  REQUIRE(rt.ok());
+  f.runtime = std::move(rt).value();
+  f.tracer.clear();
+  REQUIRE(f.runtime->register_namespace("spanning", [] { return std::make_unique<SpanningObject>(); }).ok());
+  Reply r;
+  f.runtime->request(f.handle("spanning", "a"), r.handler(), 1);
+  f.runtime->run_until_idle();
+  CHECK(r.as_int() == 2);
+  CHECK(f.tracer.spans().empty());
+  f.expected_active = 1;
+}

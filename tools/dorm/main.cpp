@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  // Development switches: an empty group hides them from --help.
+  serve_cmd->add_flag("!--no-reaper", serve.reaper, "Leave requests killed by a restart unanswered")
+      ->group("");
+  serve_cmd->add_flag("!--no-priming", serve.priming, "Send no priming events")->group("");
 
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (release builds configured with -Dbench=true)");
   bench_cmd->require_subcommand(1);

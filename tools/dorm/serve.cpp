@@ -236,6 +236,18 @@ int serve(const ServeOptions& options) {
   session_options.page_size = options.tools_page_size;
   session_options.retry_ms = options.retry_ms;
   session_options.session_ttl = std::chrono::seconds(options.session_ttl_s);
+  session_options.reaper = options.reaper;
+  session_options.priming = options.priming;
+  if (!options.reaper) {
+    log::warn("dev_switch", {{"switch", "--no-reaper"},
+                             {"effect", "calls killed by a restart are left unanswered"}});
+  }
+  if (!options.priming) {
+    log::warn("dev_switch",
+              {{"switch", "--no-priming"},
+               {"effect", "streams get no priming event: clients cannot resume them before "
+                          "their first event"}});
+  }
   if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});
     return 1;

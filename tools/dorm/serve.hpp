@@ -27,6 +27,11 @@ struct ServeOptions {
   std::int64_t retry_ms = 500;
   // A session idle this long is deleted (--session-ttl).
   std::int64_t session_ttl_s = 7 * 24 * 60 * 60;
+  // Development switches (hidden from --help), to reproduce the incident the reaper and
+  // priming events fix: --no-reaper leaves calls killed by a restart unanswered,
+  // --no-priming sends no priming event even to 2025-11-25 sessions.
+  bool reaper = true;
+  bool priming = true;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status

@@ -18,6 +18,7 @@
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/event_log.hpp"
 #include "dorm/mcp/idle_policy.hpp"
+#include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/mcp/sse_sink.hpp"
 #include "dorm/mcp/tool_registry.hpp"
@@ -38,15 +39,18 @@ struct McpSessionOptions {
   mcp::EventLogLimits event_limits;
   // Open SSE connections: the slow-reader limit and keep-alive interval.
   mcp::SinkOptions sink;
-  // Dev switch (`dorm serve --no-priming`, hidden): no priming event even for sessions
-  // that negotiated 2025-11-25, to reproduce what a client sees without one.
-  bool priming = true;
   // When an idle session leaves memory (DESIGN §6). The session namespace has no runtime
   // idle eviction: this policy, run by the session's "idle" alarm, is its only evictor.
   mcp::IdlePolicy idle;
   // A session idle this long is deleted (storage included) by its idle alarm: most
   // clients never send DELETE. `dorm serve --session-ttl`.
   std::chrono::milliseconds session_ttl{7LL * 24 * 60 * 60 * 1000};
+  // Development switches, to reproduce the incident the reaper and priming fix (hidden
+  // `dorm serve --no-reaper` / `--no-priming`); never turn them off in production.
+  // reaper: every start answers the requests a dead activation left unanswered (reaper.hpp).
+  bool reaper = true;
+  // priming: sessions of 2025-11-25 and later get a priming event first on each stream.
+  bool priming = true;
 };
 
 class McpSession : public DurableObject {
@@ -63,6 +67,7 @@ class McpSession : public DurableObject {
   class CallContext;
   class Storage;
   class Store;
+  class Index;
 
  private:
   void handle(const mcp::SessionCall& call);
@@ -111,6 +116,9 @@ class McpSession : public DurableObject {
   void emit_standalone(std::string message);
   void journal_put(const mcp::RequestId& id, std::uint64_t stream);
   void journal_del(const mcp::RequestId& id);
+  // Answers what a dead activation left in the journal (on_start only: one batch per
+  // record), with the restart_reap span and log line.
+  void reap();
   // Sets the retention alarm for the earliest finished stream's expiry (scans them all:
   // only from the alarm itself).
   void arm_retention();
@@ -121,7 +129,9 @@ class McpSession : public DurableObject {
   std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)
   std::unique_ptr<Storage> tool_storage_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<Index> index_;
   mcp::EventLog log_;
+  mcp::InflightJournal journal_;
   std::map<std::uint64_t, std::shared_ptr<Exchange>> live_;  // streams still being written
   std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;  // open SSE connections
   std::map<std::string, std::weak_ptr<CallContext>> calls_;  // running tool calls, by request key

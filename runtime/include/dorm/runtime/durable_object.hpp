@@ -34,7 +34,9 @@
 
 #include "dorm/result.hpp"
 #include "dorm/runtime/alarms.hpp"
+#include "dorm/runtime/epoch.hpp"
 #include "dorm/runtime/object_id.hpp"
+#include "dorm/runtime/tracing.hpp"
 #include "dorm/storage/backend.hpp"
 
 namespace dorm {
@@ -74,14 +76,6 @@ enum class StopReason { idle, budget, drain, shutdown };
 
 const char* to_string(StartReason r);
 const char* to_string(StopReason r);
-
-// Which activation of which start of the runtime: records that must outlive an activation
-// carry it, so a later activation can tell its own from a dead one's.
-struct Epoch {
-  std::uint64_t generation = 0;  // durable, bumped at every runtime start
-  std::uint64_t activation = 0;  // process-wide, bumped at every activation
-  friend auto operator<=>(const Epoch&, const Epoch&) = default;
-};
 
 // A reference to an object that may not be active yet; the first message activates it.
 struct ObjectHandle {
@@ -179,6 +173,13 @@ class DurableObject {
     request_message(to, caf::make_message(std::forward<Ts>(xs)...), std::move(then));
   }
   void request_message(const ObjectHandle& to, caf::message msg, Continuation then);
+
+  // ---- tracing ----
+  // Starts a span named `name` on the runtime's tracer: a child of this activation's span
+  // (so a span started in on_start sits under `dorm.activation`), carrying the object's
+  // namespace, id and epoch as attributes. Without a tracer it records nothing. A span
+  // ends when end() is called or when it is destroyed; keep it within the turn.
+  trace::Span start_span(std::string_view name);
 
   // ---- effects and timers, behind the output gate ----
   // Runs `effect` once this turn's batch has committed (outside a turn: now). If the turn

@@ -1,0 +1,86 @@
+#include "dorm/mcp/inflight_journal.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+namespace dorm::mcp {
+
+std::string journal_key(const RequestId& request) {
+  return std::string(kJournalPrefix) + request.to_key();
+}
+
+std::string JournalRecord::to_json() const {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  std::string hex = stream_key(stream);
+  w.StartObject();
+  w.Key("stream");
+  w.String(hex.data(), static_cast<rapidjson::SizeType>(hex.size()));
+  w.Key("generation");
+  w.Uint64(epoch.generation);
+  w.Key("activation");
+  w.Uint64(epoch.activation);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+Result<JournalRecord> JournalRecord::from_json(const RequestId& request, std::string_view json) {
+  auto bad = [&](std::string_view what) {
+    return Error{ErrorCode::corruption, "journal record of request " + request.to_json() +
+                                            " is malformed: " + std::string(what)};
+  };
+  rapidjson::Document d;
+  d.Parse(json.data(), json.size());
+  if (d.HasParseError() || !d.IsObject()) return bad("not a JSON object");
+  if (!d.HasMember("stream") || !d["stream"].IsString()) return bad("\"stream\" is not a string");
+  std::string_view hex(d["stream"].GetString(), d["stream"].GetStringLength());
+  auto stream = hex.size() == 16 ? parse_fixed_hex(hex) : std::nullopt;
+  if (!stream) return bad("\"stream\" is not 16 lowercase hex digits");
+  if (!d.HasMember("generation") || !d["generation"].IsUint64()) {
+    return bad("\"generation\" is not an unsigned integer");
+  }
+  if (!d.HasMember("activation") || !d["activation"].IsUint64()) {
+    return bad("\"activation\" is not an unsigned integer");
+  }
+  JournalRecord r;
+  r.request = request;
+  r.stream = *stream;
+  r.epoch = Epoch{d["generation"].GetUint64(), d["activation"].GetUint64()};
+  return r;
+}
+
+Result<void> InflightJournal::put(const JournalRecord& record) {
+  // Record and index entry in one batch: whoever scans the index finds the session
+  // through the entry and the request through the record, or neither.
+  if (auto ok = store_.put(journal_key(record.request), record.to_json()); !ok) return ok;
+  return index_.put(record.request.to_key());
+}
+
+Result<void> InflightJournal::del(const RequestId& request) {
+  if (auto ok = store_.del(journal_key(request)); !ok) return std::move(ok).error();
+  return index_.del(request.to_key());
+}
+
+Result<InflightJournal::Listing> InflightJournal::list() {
+  auto rows = store_.list(kJournalPrefix);
+  if (!rows) return std::move(rows).error();
+  Listing out;
+  for (auto& kv : *rows) {
+    auto request = RequestId::from_key(std::string_view(kv.key).substr(kJournalPrefix.size()));
+    if (!request) {
+      out.unreadable.emplace_back(
+          kv.key, Error{ErrorCode::corruption, "journal key '" + kv.key + "' names no request id"});
+      continue;
+    }
+    auto record = JournalRecord::from_json(*request, kv.value);
+    if (!record) {
+      out.unreadable.emplace_back(kv.key, std::move(record).error());
+      continue;
+    }
+    out.records.push_back(std::move(*record));
+  }
+  return out;
+}
+
+}  // namespace dorm::mcp
