@@ -355,7 +355,11 @@ void McpSession::reap() {
 }
 
 caf::behavior McpSession::behavior() {
-  return {[this](const SessionCall& call) { handle(call); }};
+  return {
+      [this](const SessionCall& call) { handle(call); },
+      // Nothing to do: activating ran on_start, which reaped. Not client activity.
+      [](const mcp::SessionWake&) { return true; },
+  };
 }
 
 void McpSession::answer_now(const SessionCall& call, HttpResponse response) {

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  serve_cmd->add_flag("!--no-reap-at-boot", serve.reap_at_boot,
+                      "Do not wake the sessions with calls in flight before turning ready (each "
+                      "then reaps when it is next used)");
   // Development switches: an empty group hides them from --help.
   serve_cmd->add_flag("!--no-reaper", serve.reaper, "Leave requests killed by a restart unanswered")
       ->group("");

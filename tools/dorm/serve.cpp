@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dorm/actors/boot_reaper.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/mcp/auth_tokens.hpp"
@@ -254,6 +255,24 @@ int serve(const ServeOptions& options) {
   }
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});
+
+  // Eager reaping: the sessions a dead process left with calls in flight answer them now,
+  // before the first request, so a client resuming right away finds its error.
+  if (options.reap_at_boot && options.reaper) {
+    auto started = std::chrono::steady_clock::now();
+    auto reaped = actors::reap_at_boot_blocking(runtime, std::chrono::minutes(5));
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    if (!reaped) {
+      // Not fatal: each session still reaps when it is next used.
+      log::error("boot_reap_failed", {{"error", reaped.error().describe()}, {"ms", ms}});
+    } else {
+      log::info("boot_reap", {{"records", static_cast<std::int64_t>(reaped->records)},
+                              {"sessions", static_cast<std::int64_t>(reaped->sessions)},
+                              {"failed", static_cast<std::int64_t>(reaped->failed)},
+                              {"ms", ms}});
+      for (const auto& e : reaped->errors) log::warn("boot_reap_session_failed", {{"error", e}});
+    }
+  }
 
   // 4. Serve /mcp: requests that waited since the bind go through now.
   mcp::McpEndpoint endpoint(runtime, endpoint_options);

@@ -31,6 +31,8 @@ struct ServeOptions {
   // priming events fix: --no-reaper leaves calls killed by a restart unanswered,
   // --no-priming sends no priming event even to 2025-11-25 sessions.
   bool reaper = true;
+  // Wake the sessions holding in-flight records before turning ready (--no-reap-at-boot).
+  bool reap_at_boot = true;
   bool priming = true;
 };
 

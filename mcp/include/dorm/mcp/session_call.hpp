@@ -62,7 +62,12 @@ struct SessionCall {
 
 inline constexpr const char* kEventStream = "text/event-stream";
 
+// Activates a session without a request: its on_start (and so its reaper) runs, and it
+// answers `true`. Sent at boot to the sessions the in-flight index names.
+struct SessionWake {};
+
 }  // namespace dorm::mcp
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionCall)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::HttpResponse)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionWake)
