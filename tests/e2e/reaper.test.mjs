@@ -1,0 +1,62 @@
+// The incident dorm exists to fix, end to end with the official SDK client and its default
+// options: a call killed by SIGKILL mid-tool fails fast with a real error after an
+// immediate restart, instead of hanging until the client's own timeout.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startServe, WAIT_MS } from './lib/dorm_process.mjs';
+
+test('SDK client: SIGKILL during a 30 s sleep and an immediate restart: the call rejects -32001 server_restart, then 204', async (t) => {
+  const first = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
+  // Every request the client makes, with its answer's status.
+  const seen = [];
+  let resumed204;
+  const got204 = new Promise((resolve) => { resumed204 = resolve; });
+  const loggingFetch = async (url, init = {}) => {
+    const res = await fetch(url, init);
+    const headers = new Headers(init.headers);
+    const entry = { method: init.method ?? 'GET', lastEventId: headers.get('last-event-id'), status: res.status };
+    seen.push(entry);
+    if (entry.method === 'GET' && entry.lastEventId && entry.status === 204) resumed204();
+    return res;
+  };
+  const transport = new StreamableHTTPClientTransport(first.url, { fetch: loggingFetch });
+  const client = new Client({ name: 'dorm-e2e-reaper', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+
+  let primed;
+  const primedSeen = new Promise((resolve) => { primed = resolve; });
+  const call = client.callTool({ name: 'sleep', arguments: { ms: 30000 } }, undefined, {
+    timeout: WAIT_MS,
+    onresumptiontoken: (token) => primed(token),
+  });
+  const outcome = call.then(() => ({ ok: true }), (error) => ({ ok: false, error }));
+  const token = await primedSeen;
+  assert.match(token, /^[0-9a-f]{16}-0$/);
+
+  first.proc.kill('SIGKILL');
+  await first.proc.waitForExit();
+  const killedAt = Date.now();
+  await startServe(t, { dataDir: first.dataDir, listen: `127.0.0.1:${first.port}`, extraArgs: ['--fixtures', 'testing'] });
+
+  const result = await outcome;
+  const elapsed = Date.now() - killedAt;
+  assert.equal(result.ok, false, 'the killed call resolved instead of failing');
+  const { error } = result;
+  assert.equal(error.code, -32001);
+  assert.equal(error.data?.reason, 'server_restart');
+  assert.equal(error.data?.retrySafe, false);
+  assert.equal(typeof error.data?.deadGeneration, 'number');
+  assert.doesNotMatch(error.message, /retry|try again/i);
+  t.diagnostic(`kill to client error: ${elapsed} ms`);
+
+  // The client reconnects once more after an error response; that resume gets 204.
+  let timer;
+  await Promise.race([got204, new Promise((resolve) => { timer = setTimeout(resolve, WAIT_MS); })]);
+  clearTimeout(timer);
+  const resumes = seen.filter((r) => r.method === 'GET' && r.lastEventId);
+  assert.ok(resumes.some((r) => r.status === 200), `no resume delivered the error: ${JSON.stringify(resumes)}`);
+  assert.equal(resumes.at(-1).status, 204, `resumes: ${JSON.stringify(resumes)}`);
+});
