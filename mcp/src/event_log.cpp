@@ -196,19 +196,32 @@ Result<EventLog::Replay> EventLog::replay_after(const EventId& cursor) {
   out.finished = r.finished;
   std::uint64_t start = std::max(cursor.seq + 1, r.first);
   out.truncated = cursor.seq + 1 < r.first;
-  std::string prefix = events_prefix(cursor.stream);
+  auto events = read_from(cursor.stream, start);
+  if (!events) return std::move(events).error();
+  out.events = std::move(*events);
+  // The priming event has no data: nothing to replay.
+  std::erase_if(out.events, [](const StoredEvent& e) { return e.data.empty(); });
+  return out;
+}
+
+Result<std::vector<StoredEvent>> EventLog::events(std::uint64_t id) {
+  auto found = stream(id);
+  if (!found) return std::move(found).error();
+  if (!*found) return Error{ErrorCode::not_found, "no stream " + stream_key(id)};
+  return read_from(id, (*found)->first);
+}
+
+Result<std::vector<StoredEvent>> EventLog::read_from(std::uint64_t id, std::uint64_t start) {
+  std::string prefix = events_prefix(id);
   auto rows = store_.list(prefix, prefix + fixed_hex(start, 16));
   if (!rows) return std::move(rows).error();
+  std::vector<StoredEvent> out;
   for (const auto& kv : *rows) {
     auto seq = seq_of(kv.key, prefix.size());
     if (!seq) return Error{ErrorCode::corruption, "event key '" + kv.key + "' is malformed"};
-    if (out.events.empty() || out.events.back().id.seq != *seq) {
-      out.events.push_back(StoredEvent{EventId{cursor.stream, *seq}, {}});
-    }
-    out.events.back().data += kv.value;
+    if (out.empty() || out.back().id.seq != *seq) out.push_back(StoredEvent{EventId{id, *seq}, {}});
+    out.back().data += kv.value;
   }
-  // The priming event has no data: nothing to replay.
-  std::erase_if(out.events, [](const StoredEvent& e) { return e.data.empty(); });
   return out;
 }
 
