@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "dorm/actors/namespaces.hpp"
+#include "dorm/mcp/journal_record.hpp"
 #include "dorm/mcp/protocol_version.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/runtime/log.hpp"
@@ -87,9 +88,8 @@ std::uint64_t random_stream_id() {
   return id;
 }
 
-constexpr std::string_view kJournalPrefix = "j/";
-// Runtime index of sessions with requests in flight: <session object id>/<request key>.
-constexpr std::string_view kInflightIndex = "mcp.inflight";
+using mcp::kInflightIndex;
+using mcp::kJournalPrefix;
 // The alarm that removes finished streams once their retention has passed.
 constexpr std::string_view kRetentionAlarm = "streams";
 
@@ -487,9 +487,7 @@ void McpSession::emit(Exchange& exchange, std::string message,
 
 void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
   std::string key = id.to_key();
-  std::string record = "{\"stream\":\"" + mcp::stream_key(stream) + "\",\"generation\":" +
-                       std::to_string(epoch().generation) + ",\"activation\":" +
-                       std::to_string(epoch().activation) + "}";
+  std::string record = mcp::JournalRecord{stream, epoch().generation, epoch().activation}.to_json();
   // Record and index entry in one batch: the reaper finds the session through the index
   // and the request through the record, or neither.
   if (auto ok = put(std::string(kJournalPrefix) + key, record); !ok) {
@@ -634,7 +632,7 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
 }
 
 std::string McpSession::inflight_key(std::string_view request_key) const {
-  return id().to_string() + "/" + std::string(request_key);
+  return mcp::inflight_entry(id().to_string(), request_key);
 }
 
 HttpResponse McpSession::remove() {
