@@ -145,7 +145,8 @@ TEST_CASE("inspect: a session's metadata, streams with decoded events, and an in
   CHECK(std::string(session["journal"][0]["request"].GetString()) == "slow-1");
   CHECK_FALSE(session["journal"][0]["earlierGeneration"].GetBool());
 
-  // Streams: initialize's, echo's (finished, its result decoded), sleep's (open).
+  // Streams: echo's (finished, its result decoded) and sleep's (open); initialize answers
+  // without a stored stream.
   bool saw_echo = false;
   bool saw_sleep = false;
   for (const auto& stream : session["streams"].GetArray()) {
