@@ -911,7 +911,7 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
 }
 
 std::string McpSession::inflight_key(std::string_view request_key) const {
-  return id().to_string() + "/" + std::string(request_key);
+  return mcp::inflight_entry(id().to_string(), request_key);
 }
 
 HttpResponse McpSession::remove() {

@@ -196,9 +196,11 @@ Result<EventLog::Replay> EventLog::replay_after(const EventId& cursor) {
   out.finished = r.finished;
   std::uint64_t start = std::max(cursor.seq + 1, r.first);
   out.truncated = cursor.seq + 1 < r.first;
-  auto events = read_events(cursor.stream, start);
+  auto events = read_from(cursor.stream, start);
   if (!events) return std::move(events).error();
   out.events = std::move(*events);
+  // The priming event has no data: nothing to replay.
+  std::erase_if(out.events, [](const StoredEvent& e) { return e.data.empty(); });
   return out;
 }
 
@@ -206,10 +208,10 @@ Result<std::vector<StoredEvent>> EventLog::events(std::uint64_t id) {
   auto found = stream(id);
   if (!found) return std::move(found).error();
   if (!*found) return Error{ErrorCode::not_found, "no stream " + stream_key(id)};
-  return read_events(id, (*found)->first);
+  return read_from(id, (*found)->first);
 }
 
-Result<std::vector<StoredEvent>> EventLog::read_events(std::uint64_t id, std::uint64_t start) {
+Result<std::vector<StoredEvent>> EventLog::read_from(std::uint64_t id, std::uint64_t start) {
   std::string prefix = events_prefix(id);
   auto rows = store_.list(prefix, prefix + fixed_hex(start, 16));
   if (!rows) return std::move(rows).error();
@@ -220,8 +222,6 @@ Result<std::vector<StoredEvent>> EventLog::read_events(std::uint64_t id, std::ui
     if (out.empty() || out.back().id.seq != *seq) out.push_back(StoredEvent{EventId{id, *seq}, {}});
     out.back().data += kv.value;
   }
-  // The priming event has no data: nothing to replay.
-  std::erase_if(out, [](const StoredEvent& e) { return e.data.empty(); });
   return out;
 }
 

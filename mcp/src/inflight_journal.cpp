@@ -4,6 +4,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "dorm/runtime/object_id.hpp"
+
 namespace dorm::mcp {
 
 std::string journal_key(const RequestId& request) {
@@ -81,6 +83,23 @@ Result<InflightJournal::Listing> InflightJournal::list() {
     out.records.push_back(std::move(*record));
   }
   return out;
+}
+
+std::string inflight_entry(std::string_view session_object_id, std::string_view request_key) {
+  std::string out(session_object_id);
+  out.push_back('/');
+  out.append(request_key);
+  return out;
+}
+
+std::optional<InflightEntry> parse_inflight_entry(std::string_view entry) {
+  constexpr std::size_t kObjectIdText = ObjectId::kTextLength;
+  if (entry.size() < kObjectIdText + 2 || entry[kObjectIdText] != '/') return std::nullopt;
+  for (char c : entry.substr(0, kObjectIdText)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  }
+  return InflightEntry{std::string(entry.substr(0, kObjectIdText)),
+                       std::string(entry.substr(kObjectIdText + 1))};
 }
 
 }  // namespace dorm::mcp

@@ -1,5 +1,7 @@
 #include "dorm/runtime/keys.hpp"
 
+#include "dorm/runtime/object_id.hpp"
+
 namespace dorm::keys {
 
 std::string meta(std::string_view name) {
@@ -36,6 +38,35 @@ bool valid_name(std::string_view name) {
 
 bool valid_user_index(std::string_view name) {
   return valid_name(name) && !name.starts_with("dorm.");
+}
+
+std::optional<std::string_view> decode_meta(std::string_view key) {
+  if (key.size() < 2 || key[0] != kMeta) return std::nullopt;
+  return key.substr(1);
+}
+
+std::optional<ObjectKey> decode_object_key(std::string_view key) {
+  if (key.empty() || key[0] != kObject) return std::nullopt;
+  std::string_view rest = key.substr(1);
+  auto nul = rest.find('\0');
+  if (nul == std::string_view::npos || !valid_name(rest.substr(0, nul))) return std::nullopt;
+  std::string_view after = rest.substr(nul + 1);
+  if (after.size() < ObjectId::kBodyBytes + 1) return std::nullopt;
+  ObjectKey out;
+  out.ns = rest.substr(0, nul);
+  out.body = after.substr(0, ObjectId::kBodyBytes);
+  out.kind = after[ObjectId::kBodyBytes];
+  if (out.kind != kObjectData && out.kind != kObjectAlarm) return std::nullopt;
+  out.rest = after.substr(ObjectId::kBodyBytes + 1);
+  return out;
+}
+
+std::optional<IndexKey> decode_index_key(std::string_view key) {
+  if (key.empty() || key[0] != kIndex) return std::nullopt;
+  std::string_view rest = key.substr(1);
+  auto nul = rest.find('\0');
+  if (nul == std::string_view::npos || !valid_name(rest.substr(0, nul))) return std::nullopt;
+  return IndexKey{rest.substr(0, nul), rest.substr(nul + 1)};
 }
 
 }  // namespace dorm::keys

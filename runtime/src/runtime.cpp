@@ -21,10 +21,10 @@ namespace {
 // wake or a reset always has a newer epoch than what came before it.
 std::atomic<std::uint64_t> activation_counter{0};
 
-const std::string kSecretKey = keys::meta("id-secret");
-const std::string kGenerationKey = keys::meta("generation");
-const std::string kCleanShutdownKey = keys::meta("clean-shutdown");
-const std::string kVersionLabelKey = keys::meta("version-label");
+const std::string kSecretKey = keys::meta(keys::kMetaIdSecret);
+const std::string kGenerationKey = keys::meta(keys::kMetaGeneration);
+const std::string kCleanShutdownKey = keys::meta(keys::kMetaCleanShutdown);
+const std::string kVersionLabelKey = keys::meta(keys::kMetaVersionLabel);
 
 Result<std::string> load_secret(storage::Backend& backend, const std::string& file,
                                 const std::string& given) {

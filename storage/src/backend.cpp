@@ -10,6 +10,14 @@ std::string_view to_string(Durability d) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(OpenMode m) noexcept {
+  switch (m) {
+    case OpenMode::read_write: return "read-write";
+    case OpenMode::read_only: return "read-only";
+  }
+  return "unknown";
+}
+
 std::optional<std::string> ScanOptions::prefix_successor(std::string_view prefix) {
   std::string s(prefix);
   while (!s.empty() && static_cast<unsigned char>(s.back()) == 0xFF) s.pop_back();

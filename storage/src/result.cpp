@@ -12,6 +12,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::busy: return "busy";
     case ErrorCode::fenced: return "fenced";
     case ErrorCode::unavailable: return "unavailable";
+    case ErrorCode::read_only: return "read_only";
     case ErrorCode::internal: return "internal";
   }
   return "unknown";

@@ -1,5 +1,7 @@
 #include "dorm/storage/rocksdb_backend.hpp"
 
+#include <sys/stat.h>
+
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
@@ -15,6 +17,14 @@ Error from_status(const rocksdb::Status& status, const std::string& what) {
 }
 
 rocksdb::Slice slice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+
+// Opens retried when a file vanished under a read-only open (see open()).
+constexpr int kReadOnlyOpenAttempts = 20;
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
 
 }  // namespace
 
@@ -63,10 +73,11 @@ rocksdb::WriteOptions RocksDbBackend::make_write_options(Durability durability) 
   return w;
 }
 
-RocksDbBackend::RocksDbBackend(std::string path, Durability durability,
+RocksDbBackend::RocksDbBackend(std::string path, Durability durability, OpenMode mode,
                                std::unique_ptr<rocksdb::DB> db)
     : path_(std::move(path)),
       durability_(durability),
+      mode_(mode),
       write_options_(make_write_options(durability)),
       db_(std::move(db)) {}
 
@@ -80,6 +91,7 @@ RocksDbBackend::~RocksDbBackend() {
 
 Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& path,
                                                              Durability durability,
+                                                             OpenMode mode,
                                                              const Tuning& tuning) {
   rocksdb::Options options = make_options(tuning);
   std::unique_ptr<rocksdb::Env> env;
@@ -90,7 +102,34 @@ Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& 
     options.env = rocksdb::Env::Default();
   }
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status status = rocksdb::DB::Open(options, path, &raw);
+  rocksdb::Status status;
+  if (mode == OpenMode::read_only) {
+    // Every database has a CURRENT file naming its manifest. Checked here so that a
+    // missing store gets a plain answer and nothing, not even the directory, is made.
+    if (!is_file(path + "/CURRENT")) {
+      return Error{ErrorCode::not_found, "no rocksdb store at '" + path + "'"};
+    }
+    options.create_if_missing = false;
+    // OpenForReadOnly, not OpenAsSecondary: a secondary needs a directory of its own to
+    // write its log into and exists to follow the primary over time; a one-shot look
+    // needs neither, and read-only replays the WAL, so it misses no acknowledged commit.
+    //
+    // A serving owner deletes WAL and table files as it flushes and compacts, and one may
+    // go between the moment the open lists it and the moment it reads it ("No such file",
+    // seen under a busy writer in tests/storage/read_only_test.cpp). Each attempt starts
+    // over from CURRENT, so a retry sees the files as they are now; once open, every table
+    // file is held open (max_open_files = -1) and the WAL is in memory.
+    options.max_open_files = -1;
+    for (int attempt = 1;; ++attempt) {
+      status = rocksdb::DB::OpenForReadOnly(options, path, &raw);
+      bool vanished = status.IsPathNotFound() ||
+                      (status.IsIOError() &&
+                       status.ToString().find("No such file") != std::string::npos);
+      if (!vanished || attempt == kReadOnlyOpenAttempts) break;
+    }
+  } else {
+    status = rocksdb::DB::Open(options, path, &raw);
+  }
   if (!status.ok()) {
     // A held LOCK file surfaces as an IOError mentioning the lock.
     if (status.IsIOError() && status.ToString().find("lock") != std::string::npos) {
@@ -100,7 +139,7 @@ Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& 
     return from_status(status, "cannot open rocksdb at '" + path + "'");
   }
   auto backend = std::unique_ptr<RocksDbBackend>(
-      new RocksDbBackend(path, durability, std::unique_ptr<rocksdb::DB>(raw)));
+      new RocksDbBackend(path, durability, mode, std::unique_ptr<rocksdb::DB>(raw)));
   backend->env_ = std::move(env);
   return backend;
 }
@@ -180,6 +219,10 @@ Result<std::vector<KeyValue>> RocksDbBackend::scan(const ScanOptions& options) {
 }
 
 Result<void> RocksDbBackend::commit(const WriteBatch& batch) {
+  if (mode_ == OpenMode::read_only) {
+    return Error{ErrorCode::read_only,
+                 describe() + " was opened read-only: the commit was refused, nothing written"};
+  }
   if (auto ok = batch.validate(); !ok) return ok;
   if (batch.empty()) return {};
   // One allocation up front: the payload plus per-record headers (tag, varint lengths).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -106,9 +107,11 @@ Result<void> exec(sqlite3* db, const char* sql) {
 
 }  // namespace
 
-SqliteBackend::SqliteBackend(std::string path, Durability durability, int lock_fd)
+SqliteBackend::SqliteBackend(std::string path, Durability durability, OpenMode mode,
+                             int lock_fd)
     : path_(std::move(path)),
       durability_(durability),
+      mode_(mode),
       instance_(next_instance.fetch_add(1)),
       lock_fd_(lock_fd) {}
 
@@ -122,7 +125,19 @@ SqliteBackend::~SqliteBackend() {
 }
 
 Result<std::unique_ptr<SqliteBackend>> SqliteBackend::open(const std::string& path,
-                                                           Durability durability) {
+                                                           Durability durability,
+                                                           OpenMode mode) {
+  if (mode == OpenMode::read_only) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return Error{ErrorCode::not_found, "no sqlite store at '" + path + "'"};
+    }
+    auto backend =
+        std::unique_ptr<SqliteBackend>(new SqliteBackend(path, durability, mode, -1));
+    auto first = backend->connection();
+    if (!first) return std::move(first).error();
+    return backend;
+  }
   std::string lock_path = path + ".lock";
   int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -138,7 +153,8 @@ Result<std::unique_ptr<SqliteBackend>> SqliteBackend::open(const std::string& pa
     }
     return Error{ErrorCode::io_error, "cannot lock '" + lock_path + "': " + std::strerror(err)};
   }
-  auto backend = std::unique_ptr<SqliteBackend>(new SqliteBackend(path, durability, fd));
+  auto backend =
+      std::unique_ptr<SqliteBackend>(new SqliteBackend(path, durability, mode, fd));
   // Open the first connection now, so an unusable path fails here rather than at first use.
   auto first = backend->connection();
   if (!first) return std::move(first).error();
@@ -158,20 +174,26 @@ Result<SqliteBackend::Connection*> SqliteBackend::connection() {
   if (auto it = mine.find(instance_); it != mine.end()) return it->second.get();
 
   auto conn = std::make_shared<Connection>();
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  const bool read_only = mode_ == OpenMode::read_only;
+  int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+              SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path_.c_str(), &conn->db, flags, nullptr) != SQLITE_OK) {
     Error e = sqlite_error(conn->db, "cannot open sqlite database '" + path_ + "'");
     return e;
   }
   sqlite3_busy_timeout(conn->db, kBusyTimeoutMs);
-  const char* sync = durability_ == Durability::fsync ? "PRAGMA synchronous=FULL"
-                                                      : "PRAGMA synchronous=NORMAL";
-  for (const char* sql : {"PRAGMA journal_mode=WAL", sync,
-                          "CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) "
-                          "WITHOUT ROWID"}) {
-    if (auto ok = exec(conn->db, sql); !ok) {
-      return Error{ErrorCode::io_error,
-                   "cannot set up sqlite database '" + path_ + "': " + ok.error().message};
+  // Read-only: the owner chose journal mode (WAL is recorded in the file) and durability;
+  // setting either, or creating the table, would be a write.
+  if (!read_only) {
+    const char* sync = durability_ == Durability::fsync ? "PRAGMA synchronous=FULL"
+                                                        : "PRAGMA synchronous=NORMAL";
+    for (const char* sql : {"PRAGMA journal_mode=WAL", sync,
+                            "CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) "
+                            "WITHOUT ROWID"}) {
+      if (auto ok = exec(conn->db, sql); !ok) {
+        return Error{ErrorCode::io_error,
+                     "cannot set up sqlite database '" + path_ + "': " + ok.error().message};
+      }
     }
   }
   struct Prepared {
@@ -196,7 +218,7 @@ Result<SqliteBackend::Connection*> SqliteBackend::connection() {
        }) {
     if (sqlite3_prepare_v3(conn->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, nullptr) !=
         SQLITE_OK) {
-      return sqlite_error(conn->db, std::string("cannot prepare '") + sql + "'");
+      return sqlite_error(conn->db, "sqlite database '" + path_ + "': cannot prepare '" + sql + "'");
     }
   }
   {
@@ -273,6 +295,10 @@ Result<std::vector<KeyValue>> SqliteBackend::scan(const ScanOptions& options) {
 }
 
 Result<void> SqliteBackend::commit(const WriteBatch& batch) {
+  if (mode_ == OpenMode::read_only) {
+    return Error{ErrorCode::read_only,
+                 describe() + " was opened read-only: the commit was refused, nothing written"};
+  }
   if (auto ok = batch.validate(); !ok) return ok;
   if (batch.empty()) return {};
   auto c = connection();

@@ -133,3 +133,37 @@ TEST_CASE("event log: unknown streams, cursors past the end and taken ids are re
   REQUIRE(all->size() == 1);
   CHECK((*all)[0].id == 5);
 }
+
+TEST_CASE("event log: events() shows every kept event, the priming event and whole chunked ones included") {
+  MapStore store;
+  EventLogLimits limits;
+  limits.chunk_bytes = 16;
+  limits.max_events = 3;
+  EventLog log(store, limits);
+  REQUIRE(log.open(9, "i:1", 500).ok());
+  auto primed = log.events(9);
+  REQUIRE(primed.ok());
+  REQUIRE(primed->size() == 1);
+  CHECK((*primed)[0].id == EventId{9, 0});
+  CHECK((*primed)[0].data.empty());
+
+  std::string long_message = message(123456789) + std::string(40, ' ');  // three chunks
+  REQUIRE(log.append(9, long_message).ok());
+  REQUIRE(log.append(9, message(2)).ok());
+  auto three = log.events(9);
+  REQUIRE(three.ok());
+  REQUIRE(three->size() == 3);
+  CHECK((*three)[0].data.empty());
+  CHECK((*three)[1].data == long_message);
+  CHECK((*three)[2].data == message(2));
+
+  // Over the count limit the oldest go, the priming event first; events() follows.
+  REQUIRE(log.append(9, message(3)).ok());
+  REQUIRE(log.append(9, message(4)).ok());
+  auto kept = log.events(9);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 3);
+  CHECK((*kept)[0].id == EventId{9, 2});
+  CHECK((*kept)[2].data == message(4));
+  CHECK(log.events(10).error().code == ErrorCode::not_found);
+}

@@ -1,9 +1,10 @@
-// dorm — the command-line program: serve (and later inspect, bench, deploy-sim).
+// dorm — the command-line program: serve, inspect, bench (and later deploy-sim).
 #include <CLI/CLI.hpp>
 #include <map>
 #include <spdlog/spdlog.h>
 
 #include "dorm/runtime/log.hpp"
+#include "inspect.hpp"
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
 #include "bench/eviction_bench.hpp"
@@ -78,6 +79,20 @@ int main(int argc, char** argv) {
       ->group("");
   serve_cmd->add_flag("!--no-priming", serve.priming, "Send no priming events")->group("");
 
+  dorm::tools::InspectOptions inspect;
+  auto* inspect_cmd = app.add_subcommand(
+      "inspect", "Show what a store holds, read-only: safe while dorm serve runs on it");
+  inspect_cmd->add_option("--storage", inspect.storage, "Storage URI of an existing store")
+      ->required();
+  inspect_cmd->add_flag("--json", inspect.json, "One JSON document instead of text");
+  inspect_cmd->add_option("--session", inspect.session,
+                          "Show this session only (its object id or MCP session id), or all");
+  inspect_cmd->add_option("--limit", inspect.limit,
+                          "Sessions, alarms and index entries listed (0: no limit)")
+      ->capture_default_str();
+  inspect_cmd->add_option("--events", inspect.events, "Newest events shown per stream (0: all)")
+      ->capture_default_str();
+
   auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (release builds configured with -Dbench=true)");
   bench_cmd->require_subcommand(1);
 #ifdef DORM_WITH_BENCH
@@ -151,6 +166,7 @@ int main(int argc, char** argv) {
   // Both were checked against the same lists by CLI11 above.
   dorm::log::configure(*dorm::log::parse_format(log_format), *dorm::log::parse_level(log_level));
 
+  if (inspect_cmd->parsed()) return dorm::tools::inspect(inspect);
   if (serve_cmd->parsed()) {
     serve.lock_wait = std::chrono::milliseconds(static_cast<long>(lock_wait_s * 1000));
     return dorm::tools::serve(serve);

@@ -22,6 +22,7 @@ enum class ErrorCode {
   busy,              // a lock is held by someone else (e.g. another process)
   fenced,            // this handle was fenced off; a newer owner exists
   unavailable,       // not ready yet or shutting down
+  read_only,         // a write to a store opened read-only; nothing was changed
   internal,          // a bug in dorm
 };
 

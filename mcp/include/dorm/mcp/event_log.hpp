@@ -95,9 +95,10 @@ class EventLog {
   // names no stream of this session or a seq it never reached.
   Result<Replay> replay_after(const EventId& cursor);
 
-  // Every kept event of stream `id`, oldest first, the priming event left out (the
-  // reaper looks here for a response already stored). Errors: not_found for no such stream.
-  Result<std::vector<StoredEvent>> events(std::uint64_t id);
+  // Every event the stream keeps, oldest first, chunks joined, the priming event included
+  // (with empty data): for tools that show a stream (dorm inspect). Errors: not_found for
+  // no such stream.
+  Result<std::vector<StoredEvent>> events(std::uint64_t stream);
 
   // Removes finished streams whose retention has passed; returns how many.
   Result<std::size_t> expire(std::int64_t now_ms);
@@ -107,8 +108,8 @@ class EventLog {
  private:
   Result<void> save(const StreamRecord& record);
   Result<std::size_t> remove_event(std::uint64_t stream, std::uint64_t seq);
-  // The events of `stream` from seq `start` on, chunks joined, the priming event left out.
-  Result<std::vector<StoredEvent>> read_events(std::uint64_t stream, std::uint64_t start);
+  // The events of `stream` from seq `start` on, chunks joined.
+  Result<std::vector<StoredEvent>> read_from(std::uint64_t stream, std::uint64_t start);
   SessionStore& store_;
   EventLogLimits limits_;
 };

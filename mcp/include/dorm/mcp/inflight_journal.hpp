@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,5 +87,16 @@ class InflightJournal {
   SessionStore& store_;
   InflightIndex& index_;
 };
+
+// The "mcp.inflight" entry of a session's request: <session object id>/<request key>.
+std::string inflight_entry(std::string_view session_object_id, std::string_view request_key);
+
+struct InflightEntry {
+  std::string session_object_id;
+  std::string request_key;
+};
+// The parts of an entry as inflight_entry writes it; none for anything else (an object
+// id is 64 lower-case hex digits, and the request key is not empty).
+std::optional<InflightEntry> parse_inflight_entry(std::string_view entry);
 
 }  // namespace dorm::mcp

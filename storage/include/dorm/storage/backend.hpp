@@ -41,6 +41,20 @@ enum class Durability {
 
 std::string_view to_string(Durability d) noexcept;
 
+// How a store is opened (see open.hpp).
+enum class OpenMode {
+  // Creates the store if it is missing and takes its owner lock: a second read_write
+  // opener, in this process or another, gets `busy`.
+  read_write,
+  // For looking at a store another process may be serving (`dorm inspect`): never writes
+  // to the store's files, never takes or waits for the owner lock, and never creates
+  // anything (a missing store is not_found). Reads see at least every commit acknowledged
+  // before the open; commit() fails with read_only and changes nothing.
+  read_only,
+};
+
+std::string_view to_string(OpenMode m) noexcept;
+
 struct KeyValue {
   std::string key;
   std::string value;

@@ -35,14 +35,27 @@ class RocksDbBackend final : public Backend {
   static rocksdb::Options make_options(const Tuning& tuning);
   static rocksdb::WriteOptions make_write_options(Durability durability);
 
-  // Opens or creates the database in directory `path`.
-  // Errors: busy when another process holds its LOCK; io_error otherwise.
+  // Opens or creates the database in directory `path` (read_write), or opens an existing
+  // one read-only (see OpenMode).
+  //
+  // read_only uses DB::OpenForReadOnly: it takes no LOCK, so it works while a server has
+  // the database open, and it replays the WAL into its own memory, so it sees every commit
+  // acknowledged before it opened, flushed or not; it does not follow later ones. It
+  // writes nothing into the directory, not even RocksDB's info LOG (RocksDB 7.8 opens none
+  // read-only; tests/storage/read_only_test.cpp checks every file is left as it was).
+  // Errors: busy when another process holds its LOCK (read_write); not_found when a
+  // read_only `path` holds no database; io_error otherwise.
   static Result<std::unique_ptr<RocksDbBackend>> open(const std::string& path,
-                                                      Durability durability,
+                                                      Durability durability, OpenMode mode,
                                                       const Tuning& tuning);
   static Result<std::unique_ptr<RocksDbBackend>> open(const std::string& path,
-                                                      Durability durability) {
-    return open(path, durability, Tuning{});
+                                                      Durability durability, const Tuning& tuning) {
+    return open(path, durability, OpenMode::read_write, tuning);
+  }
+  static Result<std::unique_ptr<RocksDbBackend>> open(const std::string& path,
+                                                      Durability durability,
+                                                      OpenMode mode = OpenMode::read_write) {
+    return open(path, durability, mode, Tuning{});
   }
 
   ~RocksDbBackend() override;
@@ -54,15 +67,18 @@ class RocksDbBackend final : public Backend {
   Result<void> commit(const WriteBatch& batch) override;
   Durability durability() const override { return durability_; }
   std::string describe() const override;
+  OpenMode mode() const { return mode_; }
 
   // The underlying database, for tools that need RocksDB itself (statistics, benchmarks).
   rocksdb::DB& db() { return *db_; }
 
  private:
-  RocksDbBackend(std::string path, Durability durability, std::unique_ptr<rocksdb::DB> db);
+  RocksDbBackend(std::string path, Durability durability, OpenMode mode,
+                 std::unique_ptr<rocksdb::DB> db);
 
   std::string path_;
   Durability durability_;
+  OpenMode mode_;
   rocksdb::WriteOptions write_options_;
   std::unique_ptr<rocksdb::Env> env_;  // only with Tuning::file_system; outlives db_
   std::unique_ptr<rocksdb::DB> db_;

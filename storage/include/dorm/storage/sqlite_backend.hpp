@@ -11,6 +11,13 @@
 //
 // A dorm store has one owner process: the backend holds an exclusive lock on
 // `PATH.lock` for as long as it is open, and a second opener gets `busy`.
+//
+// Opened read_only (see OpenMode), it takes no lock, creates nothing (not the database,
+// not `PATH.lock`) and opens its connections with SQLITE_OPEN_READONLY, setting no
+// pragma: it is one more WAL reader beside the owner, never blocks the owner's commits,
+// and each read sees the latest commit. Being a WAL reader, it maps the owner's `-shm`
+// index, and when no owner is running SQLite may create empty `-wal`/`-shm` files next to
+// the database; the database itself is never written.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +32,12 @@ namespace dorm::storage {
 
 class SqliteBackend final : public Backend {
  public:
-  // Opens or creates the database file at `path`.
-  // Errors: busy when another process has it open through dorm; io_error otherwise.
-  static Result<std::unique_ptr<SqliteBackend>> open(const std::string& path,
-                                                     Durability durability);
+  // Opens or creates the database file at `path` (read_write), or opens an existing one
+  // read-only.
+  // Errors: busy when another process has it open through dorm (read_write); not_found
+  // when a read_only `path` does not exist; io_error otherwise.
+  static Result<std::unique_ptr<SqliteBackend>> open(const std::string& path, Durability durability,
+                                                     OpenMode mode = OpenMode::read_write);
   ~SqliteBackend() override;
 
   Result<std::optional<std::string>> get(std::string_view key) override;
@@ -38,6 +47,7 @@ class SqliteBackend final : public Backend {
   Result<void> commit(const WriteBatch& batch) override;
   Durability durability() const override { return durability_; }
   std::string describe() const override;
+  OpenMode mode() const { return mode_; }
 
   // The value of `PRAGMA synchronous` on the calling thread's connection (1 = NORMAL,
   // 2 = FULL), so tests can check what durability is in force.
@@ -46,13 +56,14 @@ class SqliteBackend final : public Backend {
   class Connection;
 
  private:
-  SqliteBackend(std::string path, Durability durability, int lock_fd);
+  SqliteBackend(std::string path, Durability durability, OpenMode mode, int lock_fd);
   Result<Connection*> connection();
 
   const std::string path_;
   const Durability durability_;
+  const OpenMode mode_;
   const std::uint64_t instance_;  // keys this backend's per-thread connections
-  int lock_fd_;
+  int lock_fd_;                   // -1 when read_only
   std::mutex connections_mutex_;
   std::vector<std::shared_ptr<Connection>> connections_;  // every thread's, closed at close
 };
