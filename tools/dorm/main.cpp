@@ -7,6 +7,7 @@
 #include "inspect.hpp"
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
+#include "bench/boot_bench.hpp"
 #include "bench/eviction_bench.hpp"
 #include "bench/runtime_bench.hpp"
 #include "bench/storage_bench.hpp"
@@ -156,6 +157,24 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 600));
   bench_runtime->add_option("--part", runtime_bench.parts, "Run only this part (repeatable; default: all)")
       ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms"}));
+  dorm::bench::BootBenchOptions boot_bench;
+  auto* bench_boot = bench_cmd->add_subcommand(
+      "boot", "dorm serve from exec to bind and to ready, over stored sessions with calls killed in flight");
+  bench_boot->add_option("--dir", boot_bench.dir,
+                         "Directory for the stores (default: a temporary one); a store prepared "
+                         "there with the same sizes is reused");
+  bench_boot->add_option("--rounds", boot_bench.rounds, "Boots per subject (median and max over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  bench_boot->add_option("--sessions", boot_bench.sessions, "Sessions stored")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000'000));
+  bench_boot->add_option("--in-flight", boot_bench.in_flight, "Of which this many hold a call killed in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000));
+  bench_boot->add_option("--wait", boot_bench.wait_s, "Seconds to wait for each boot to turn ready")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 600));
   std::string fill_dir;
   auto* bench_fill = bench_cmd->add_subcommand("storage-fill", "");  // internal helper
   bench_fill->group("");  // hidden from --help
@@ -177,6 +196,7 @@ int main(int argc, char** argv) {
     if (bench_fill->parsed()) return dorm::bench::storage_bench_fill_and_wait(fill_dir);
     if (bench_eviction->parsed()) return dorm::bench::run_eviction_bench(eviction_bench);
     if (bench_runtime->parsed()) return dorm::bench::run_runtime_bench(runtime_bench);
+    if (bench_boot->parsed()) return dorm::bench::run_boot_bench(boot_bench);
   } catch (const std::exception& e) {
     dorm::log::error("benchmark_failed", {{"error", e.what()}});
     return 1;
