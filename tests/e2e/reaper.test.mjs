@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServe, WAIT_MS } from './lib/dorm_process.mjs';
+import { DormProcess, startServe, WAIT_MS } from './lib/dorm_process.mjs';
 
 test('SDK client: SIGKILL during a 30 s sleep and an immediate restart: the call rejects -32001 server_restart, then 204', async (t) => {
   const first = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
@@ -59,4 +59,21 @@ test('SDK client: SIGKILL during a 30 s sleep and an immediate restart: the call
   const resumes = seen.filter((r) => r.method === 'GET' && r.lastEventId);
   assert.ok(resumes.some((r) => r.status === 200), `no resume delivered the error: ${JSON.stringify(resumes)}`);
   assert.equal(resumes.at(-1).status, 204, `resumes: ${JSON.stringify(resumes)}`);
+
+  // `dorm inspect`, read-only beside the running server, shows the reaped stream: its
+  // last event is the error, and no journal record or index entry is left.
+  const inspect = new DormProcess(t, ['inspect', '--storage', `rocksdb:${first.dataDir}/data`, '--json']);
+  const { code } = await inspect.waitForExit();
+  assert.equal(code, 0, inspect.stderr);
+  const report = JSON.parse(inspect.stdoutLines.join('\n'));
+  const streamId = token.split('-')[0];
+  const sessionReport = report.sessions.items.find((x) => x.streams.some((st) => st.id === streamId));
+  assert.ok(sessionReport, `no session with stream ${streamId}`);
+  const stream = sessionReport.streams.find((st) => st.id === streamId);
+  assert.equal(stream.finished, true);
+  const last = stream.events.at(-1).message;
+  assert.equal(last.error.code, -32001);
+  assert.equal(last.error.data.reason, 'server_restart');
+  assert.deepEqual(sessionReport.journal, []);
+  assert.deepEqual(report.indexes.find((i) => i.name === 'mcp.inflight')?.items ?? [], []);
 });
