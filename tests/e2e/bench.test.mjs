@@ -23,3 +23,16 @@ test('dorm bench storage prints a complete table and the open-after-kill figure'
   }
   assert.ok(bench.stdoutLines.some((l) => /open after SIGKILL .* median \d+ ms/.test(l)));
 });
+
+test('dorm bench boot prepares a store, boots serve over it and reports every milestone', async (t) => {
+  const bench = new DormProcess(t, ['bench', 'boot', '--sessions', '200', '--in-flight', '5', '--rounds', '1']);
+  const { code } = await bench.waitForExit(300_000);
+  assert.equal(code, 0, bench.stderr);
+  const rows = bench.stdoutLines.filter((l) => l.startsWith('| ') && !l.startsWith('| milestone'));
+  assert.deepEqual(rows.map((r) => r.split('|')[1].trim().split(' ')[0]),
+    ['bound', 'storage', 'runtime', 'reaped', 'ready']);
+  for (const row of rows) {
+    const cells = row.split('|').slice(2, -1).map((c) => Number(c.trim()));
+    for (const c of cells) assert.ok(c > 0, row);
+  }
+});
