@@ -1,5 +1,7 @@
 #include "dorm/actors/mcp_session.hpp"
 
+#include "mcp_session_internal.hpp"
+
 #include <caf/send.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -18,131 +20,8 @@
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::actors {
-namespace {
 
-using mcp::HttpResponse;
-using mcp::Message;
-using mcp::SessionCall;
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
-
-// The member `key` of `obj`, or null. (No iterator comparisons here: clang in C++20 mode
-// warns that RapidJSON 1.1's member iterators compare ambiguously.)
-const rapidjson::Value* member(const rapidjson::Value& obj, const char* key) {
-  return obj.IsObject() && obj.HasMember(key) ? &obj[key] : nullptr;
-}
-
-std::string compact(const rapidjson::Value& value) {
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  value.Accept(w);
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
-
-// A response whose body is an SSE stream of JSON-RPC messages, one `message` event each.
-HttpResponse event_stream(const std::vector<std::string>& messages) {
-  HttpResponse res;
-  res.headers = {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}};
-  for (const auto& m : messages) {
-    res.body += "event: message\ndata: ";
-    res.body += m;
-    res.body += "\n\n";
-  }
-  return res;
-}
-
-HttpResponse rejected(const mcp::Rejection& r) { return HttpResponse{r.http_status, r.headers, r.body}; }
-
-HttpResponse bad_request(const std::optional<mcp::RequestId>& id, int code, std::string_view message) {
-  return HttpResponse{400, {{"Content-Type", "application/json"}},
-                      mcp::error_response(id, code, message)};
-}
-
-// One SSE event as it goes on the wire: its id, then the message.
-std::string sse_event(const mcp::EventId& id, std::string_view data) {
-  std::string out = "id: " + id.to_string() + "\nevent: message\ndata: ";
-  out += data;
-  out += "\n\n";
-  return out;
-}
-
-// The priming event: an id the client can resume from, the retry hint, empty data.
-std::string sse_priming(const mcp::EventId& id, std::int64_t retry_ms) {
-  return "id: " + id.to_string() + "\nretry: " + std::to_string(retry_ms) + "\ndata: \n\n";
-}
-
-HttpResponse sse_response(std::string body) {
-  return HttpResponse{200, {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}},
-                      std::move(body)};
-}
-
-// The same 400 for every Last-Event-ID that names no stream of the caller's session.
-HttpResponse bad_cursor() {
-  return HttpResponse{400, {{"Content-Type", "application/json"}},
-                      mcp::error_response(std::nullopt, mcp::kTransportError,
-                                          "Last-Event-ID names no stream of this session")};
-}
-
-std::uint64_t random_stream_id() {
-  std::uint64_t id = 0;
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof id) != 1) {
-    throw std::runtime_error("RAND_bytes failed");
-  }
-  return id;
-}
-
-using mcp::kJournalPrefix;
-// The standalone stream's cursor: the id of the last event a GET carried (or its seq 0).
-constexpr std::string_view kStandaloneKey = "g";
-// Runtime index of sessions with requests in flight: <session object id>/<request key>.
-using mcp::kInflightIndex;
-// The alarm that removes finished streams once their retention has passed.
-constexpr std::string_view kRetentionAlarm = "streams";
-// The idle policy's alarm, and the key of the last client request's time.
-constexpr std::string_view kIdleAlarm = "idle";
-constexpr std::string_view kLastActivityKey = "a";
-
-// MCP log levels (RFC 5424 severities), least severe first.
-constexpr std::array<std::string_view, 8> kLogLevels = {
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
-
-int log_rank(std::string_view level) {
-  for (std::size_t i = 0; i < kLogLevels.size(); ++i) {
-    if (kLogLevels[i] == level) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-// Parses a request's params (absent: an empty object). Null if not an object.
-bool parse_params(const Message& request, rapidjson::Document& doc) {
-  doc.Parse(request.params.empty() ? "{}" : request.params.c_str());
-  return !doc.HasParseError() && doc.IsObject();
-}
-
-}  // namespace
-
-// ---- exchanges and tool contexts ----
-
-struct McpSession::Exchange {
-  // The POST's HTTP request, until its response starts.
-  std::shared_ptr<mcp::Responder> responder;
-  std::uint64_t stream = 0;
-  // The events written while the POST's own turn runs (each stored in the event log
-  // first): they open the response. Later events go to the stream's connection.
-  std::string body;
-  int outstanding = 0;   // tool calls not finished
-  bool sealed = false;   // every message of the POST has been seen
-  bool done = false;     // the stream is complete
-  bool streaming = false;  // the response went to a connection (or was closed early)
-  bool close_requested = false;  // a tool asked to close the connection (SSE polling)
-  Lease lease;           // a session with work in flight is never evicted
-};
-
-// One open SSE connection of this session: its sink actor and the lease that keeps the
-// session in memory while it is open.
-struct McpSession::Connection {
-  caf::actor sink;  // set by the effect that spawns it, before any write to it
-  Lease lease;
-};
+using namespace session_internal;
 
 class McpSession::Store : public mcp::SessionStore {
  public:
@@ -608,131 +487,6 @@ void McpSession::emit(Exchange& exchange, std::string message,
   if (final_for) journal_del(*final_for);
 }
 
-void McpSession::deliver(std::uint64_t stream, std::string bytes, bool end) {
-  auto it = connections_.find(stream);
-  if (it == connections_.end()) return;  // no client attached: the log has it
-  auto connection = it->second;
-  if (end) connections_.erase(it);
-  after_commit([connection, bytes = std::move(bytes), end]() mutable {
-    caf::anon_send(connection->sink, mcp::SinkWrite{std::move(bytes), end, false});
-  });
-}
-
-void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Responder> responder,
-                                 std::string first_bytes) {
-  // A newer connection on a stream replaces the older one (which may be half-open).
-  if (auto old = connections_.find(stream); old != connections_.end()) {
-    after_commit([old_connection = old->second] {
-      caf::anon_send(old_connection->sink, mcp::SinkClose{});
-    });
-  }
-  auto connection = std::make_shared<Connection>();
-  connection->lease = keep_alive();
-  connections_[stream] = connection;
-  auto body = std::make_shared<mcp::StreamBody>();
-  // Spawned only once the turn committed, so a failed turn leaves no connection behind.
-  after_commit([this, stream, connection, responder = std::move(responder), body,
-                first_bytes = std::move(first_bytes)]() mutable {
-    connection->sink = mcp::spawn_sse_sink(system(), body, options_.sink);
-    adopt(connection->sink, [this, stream, connection] {
-      auto it = connections_.find(stream);
-      if (it != connections_.end() && it->second == connection) connections_.erase(it);
-    });
-    HttpResponse head(200, {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}});
-    head.stream = body;
-    responder->respond(std::move(head));
-    if (!first_bytes.empty()) {
-      caf::anon_send(connection->sink, mcp::SinkWrite{std::move(first_bytes), false, true});
-    }
-  });
-}
-
-void McpSession::close_connection(Exchange& exchange) {
-  // Only a stream the client can resume may be closed before it is complete.
-  if (!mcp::wants_priming(meta_->protocol_version) || !options_.priming) return;
-  if (!exchange.streaming) {
-    exchange.close_requested = true;
-    return;
-  }
-  auto it = connections_.find(exchange.stream);
-  if (it == connections_.end()) return;
-  after_commit([connection = it->second] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
-  connections_.erase(it);
-}
-
-std::uint64_t McpSession::standalone_stream() {
-  if (standalone_) return standalone_->stream;
-  auto stored = get(kStandaloneKey);
-  if (!stored) throw std::runtime_error(stored.error().describe());
-  if (*stored) {
-    auto cursor = mcp::parse_event_id(**stored);
-    if (!cursor) throw std::runtime_error("corrupt standalone stream cursor '" + **stored + "'");
-    standalone_ = *cursor;
-    return cursor->stream;
-  }
-  // Created on first use. Its seq 0 is an empty placeholder, so "nothing delivered yet"
-  // is a cursor like any other.
-  for (int attempt = 0;; ++attempt) {
-    std::uint64_t id = random_stream_id();
-    auto opened = log_.open(id, "", options_.retry_ms > 0 ? options_.retry_ms : 1);
-    if (opened) {
-      standalone_ = mcp::EventId{id, 0};
-      break;
-    }
-    if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
-      throw std::runtime_error(opened.error().describe());
-    }
-  }
-  store_standalone_cursor();
-  return standalone_->stream;
-}
-
-void McpSession::store_standalone_cursor() {
-  if (auto ok = put(kStandaloneKey, standalone_->to_string()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
-}
-
-void McpSession::emit_standalone(std::string message) {
-  std::uint64_t stream = standalone_stream();
-  auto id = log_.append(stream, message);
-  if (!id) throw std::runtime_error(id.error().describe());
-  if (connections_.count(stream)) {
-    // Handed to the open GET: a later fresh GET starts after it.
-    standalone_ = *id;
-    store_standalone_cursor();
-    deliver(stream, sse_event(*id, message), false);
-  }
-}
-
-void McpSession::open_standalone(const SessionCall& call) {
-  std::uint64_t stream = standalone_stream();
-  // What no GET has carried yet, then live. Never a response: only notifications and
-  // server requests are stored on this stream.
-  auto replay = log_.replay_after(*standalone_);
-  if (!replay && replay.error().code == ErrorCode::not_found) {
-    // The cursor's events were dropped (the log keeps at most its limits): from the oldest.
-    replay = log_.replay_after(mcp::EventId{stream, 0});
-  }
-  if (!replay) throw std::runtime_error(replay.error().describe());
-  std::string bytes;
-  mcp::EventId last = *standalone_;
-  for (const auto& e : replay->events) {
-    bytes += sse_event(e.id, e.data);
-    last = e.id;
-  }
-  if (mcp::wants_priming(meta_->protocol_version) && options_.priming) {
-    // A resumable start: the client may come back with this id (or a later one).
-    bytes = sse_priming(*standalone_, options_.retry_ms) + bytes;
-  }
-  if (!(last == *standalone_)) {
-    standalone_ = last;
-    store_standalone_cursor();
-  }
-  open_connection(stream, call.responder, std::move(bytes));
-}
-
-
 void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
   if (auto ok = journal_.put(mcp::JournalRecord{id, stream, epoch()}); !ok) {
     throw std::runtime_error(ok.error().describe());
@@ -753,74 +507,12 @@ void McpSession::arm_retention() {
   }
 }
 
-void McpSession::note_activity() {
-  auto now = clock().now_ms();
-  if (auto ok = put(kLastActivityKey, std::to_string(now)); !ok) throw std::runtime_error(ok.error().describe());
-  if (auto ok = set_alarm(kIdleAlarm, now + options_.idle.idle_after.count()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
-}
-
-void McpSession::on_idle_alarm() {
-  if (!meta_) return;  // deleted meanwhile
-  auto stored = get(kLastActivityKey);
-  if (!stored) throw std::runtime_error(stored.error().describe());
-  std::int64_t last = *stored ? std::stoll(**stored) : meta_->created_ms;
-  auto now = clock().now_ms();
-  if (now - last >= options_.session_ttl.count()) {
-    log::info("session_expired", {{"session", session_id_}, {"idle_ms", now - last}});
-    erase();
-    return;
-  }
-  mcp::IdleInput input;
-  input.now_ms = now;
-  input.last_activity_ms = last;
-  input.paused_work = false;  // no engine yet: nothing can pause
-  input.busy = !live_.empty() || !connections_.empty();
-  auto decision = mcp::decide(options_.idle, input);
-  if (decision.action == mcp::IdleDecision::Action::wait) {
-    if (auto ok = set_alarm(kIdleAlarm, decision.wake_at_ms); !ok) throw std::runtime_error(ok.error().describe());
-    return;
-  }
-  // Out of memory until the next request; the alarm comes back for the TTL.
-  if (auto ok = set_alarm(kIdleAlarm, last + options_.session_ttl.count()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
-  log::debug("session_disposed", {{"session", session_id_}, {"idle_ms", now - last}, {"row", decision.row}});
-  dispose();
-}
-
 void McpSession::on_alarm(const AlarmInfo& info) {
   if (info.name == kIdleAlarm) return on_idle_alarm();
   if (info.name != kRetentionAlarm) return;
   auto removed = log_.expire(clock().now_ms());
   if (!removed) throw std::runtime_error(removed.error().describe());
   arm_retention();
-}
-
-void McpSession::resume(const SessionCall& call) {
-  auto cursor = mcp::parse_event_id(*call.last_event_id);
-  if (!cursor) return answer_now(call, bad_cursor());
-  auto replay = log_.replay_after(*cursor);
-  if (!replay && replay.error().code == ErrorCode::not_found) return answer_now(call, bad_cursor());
-  if (!replay) throw std::runtime_error(replay.error().describe());
-  if (replay->truncated) {
-    log::warn("cursor_truncated", {{"session", session_id_}, {"cursor", *call.last_event_id}});
-  }
-  std::string bytes;
-  for (const auto& e : replay->events) bytes += sse_event(e.id, e.data);
-  if (replay->finished) {
-    // Complete: what follows the cursor, or 204 so the client stops reconnecting.
-    if (bytes.empty()) return answer_now(call, HttpResponse{204});
-    return answer_now(call, sse_response(std::move(bytes)));
-  }
-  // Still open: replay, then this connection carries the stream live (and replaces the
-  // one that carried it before).
-  if (standalone_ && cursor->stream == standalone_->stream && !replay->events.empty()) {
-    standalone_ = replay->events.back().id;
-    store_standalone_cursor();
-  }
-  open_connection(cursor->stream, call.responder, std::move(bytes));
 }
 
 void McpSession::answer(const Message& request, const std::shared_ptr<Exchange>& exchange) {

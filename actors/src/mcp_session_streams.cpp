@@ -1,0 +1,200 @@
+// McpSession's live side: open connections (sink actors), the standalone GET stream,
+// resume by Last-Event-ID, and the idle policy's alarm. See mcp_session.hpp.
+#include <caf/send.hpp>
+
+#include "dorm/mcp/protocol_version.hpp"
+#include "dorm/mcp/sse_sink.hpp"
+#include "dorm/runtime/log.hpp"
+#include "mcp_session_internal.hpp"
+
+namespace dorm::actors {
+
+using namespace session_internal;
+
+void McpSession::deliver(std::uint64_t stream, std::string bytes, bool end) {
+  auto it = connections_.find(stream);
+  if (it == connections_.end()) return;  // no client attached: the log has it
+  auto connection = it->second;
+  if (end) connections_.erase(it);
+  after_commit([connection, bytes = std::move(bytes), end]() mutable {
+    caf::anon_send(connection->sink, mcp::SinkWrite{std::move(bytes), end, false});
+  });
+}
+
+void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Responder> responder,
+                                 std::string first_bytes) {
+  // A newer connection on a stream replaces the older one (which may be half-open).
+  if (auto old = connections_.find(stream); old != connections_.end()) {
+    after_commit([old_connection = old->second] {
+      caf::anon_send(old_connection->sink, mcp::SinkClose{});
+    });
+  }
+  auto connection = std::make_shared<Connection>();
+  connection->lease = keep_alive();
+  connections_[stream] = connection;
+  auto body = std::make_shared<mcp::StreamBody>();
+  // Spawned only once the turn committed, so a failed turn leaves no connection behind.
+  after_commit([this, stream, connection, responder = std::move(responder), body,
+                first_bytes = std::move(first_bytes)]() mutable {
+    connection->sink = mcp::spawn_sse_sink(system(), body, options_.sink);
+    adopt(connection->sink, [this, stream, connection] {
+      auto it = connections_.find(stream);
+      if (it != connections_.end() && it->second == connection) connections_.erase(it);
+    });
+    HttpResponse head(200, {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}});
+    head.stream = body;
+    responder->respond(std::move(head));
+    if (!first_bytes.empty()) {
+      caf::anon_send(connection->sink, mcp::SinkWrite{std::move(first_bytes), false, true});
+    }
+  });
+}
+
+void McpSession::close_connection(Exchange& exchange) {
+  // Only a stream the client can resume may be closed before it is complete.
+  if (!mcp::wants_priming(meta_->protocol_version) || !options_.priming) return;
+  if (!exchange.streaming) {
+    exchange.close_requested = true;
+    return;
+  }
+  auto it = connections_.find(exchange.stream);
+  if (it == connections_.end()) return;
+  after_commit([connection = it->second] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+  connections_.erase(it);
+}
+
+std::uint64_t McpSession::standalone_stream() {
+  if (standalone_) return standalone_->stream;
+  auto stored = get(kStandaloneKey);
+  if (!stored) throw std::runtime_error(stored.error().describe());
+  if (*stored) {
+    auto cursor = mcp::parse_event_id(**stored);
+    if (!cursor) throw std::runtime_error("corrupt standalone stream cursor '" + **stored + "'");
+    standalone_ = *cursor;
+    return cursor->stream;
+  }
+  // Created on first use. Its seq 0 is an empty placeholder, so "nothing delivered yet"
+  // is a cursor like any other.
+  for (int attempt = 0;; ++attempt) {
+    std::uint64_t id = random_stream_id();
+    auto opened = log_.open(id, "", options_.retry_ms > 0 ? options_.retry_ms : 1);
+    if (opened) {
+      standalone_ = mcp::EventId{id, 0};
+      break;
+    }
+    if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
+      throw std::runtime_error(opened.error().describe());
+    }
+  }
+  store_standalone_cursor();
+  return standalone_->stream;
+}
+
+void McpSession::store_standalone_cursor() {
+  if (auto ok = put(kStandaloneKey, standalone_->to_string()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+void McpSession::emit_standalone(std::string message) {
+  std::uint64_t stream = standalone_stream();
+  auto id = log_.append(stream, message);
+  if (!id) throw std::runtime_error(id.error().describe());
+  if (connections_.count(stream)) {
+    // Handed to the open GET: a later fresh GET starts after it.
+    standalone_ = *id;
+    store_standalone_cursor();
+    deliver(stream, sse_event(*id, message), false);
+  }
+}
+
+void McpSession::open_standalone(const SessionCall& call) {
+  std::uint64_t stream = standalone_stream();
+  // What no GET has carried yet, then live. Never a response: only notifications and
+  // server requests are stored on this stream.
+  auto replay = log_.replay_after(*standalone_);
+  if (!replay && replay.error().code == ErrorCode::not_found) {
+    // The cursor's events were dropped (the log keeps at most its limits): from the oldest.
+    replay = log_.replay_after(mcp::EventId{stream, 0});
+  }
+  if (!replay) throw std::runtime_error(replay.error().describe());
+  std::string bytes;
+  mcp::EventId last = *standalone_;
+  for (const auto& e : replay->events) {
+    bytes += sse_event(e.id, e.data);
+    last = e.id;
+  }
+  if (mcp::wants_priming(meta_->protocol_version) && options_.priming) {
+    // A resumable start: the client may come back with this id (or a later one).
+    bytes = sse_priming(*standalone_, options_.retry_ms) + bytes;
+  }
+  if (!(last == *standalone_)) {
+    standalone_ = last;
+    store_standalone_cursor();
+  }
+  open_connection(stream, call.responder, std::move(bytes));
+}
+
+void McpSession::resume(const SessionCall& call) {
+  auto cursor = mcp::parse_event_id(*call.last_event_id);
+  if (!cursor) return answer_now(call, bad_cursor());
+  auto replay = log_.replay_after(*cursor);
+  if (!replay && replay.error().code == ErrorCode::not_found) return answer_now(call, bad_cursor());
+  if (!replay) throw std::runtime_error(replay.error().describe());
+  if (replay->truncated) {
+    log::warn("cursor_truncated", {{"session", session_id_}, {"cursor", *call.last_event_id}});
+  }
+  std::string bytes;
+  for (const auto& e : replay->events) bytes += sse_event(e.id, e.data);
+  if (replay->finished) {
+    // Complete: what follows the cursor, or 204 so the client stops reconnecting.
+    if (bytes.empty()) return answer_now(call, HttpResponse{204});
+    return answer_now(call, sse_response(std::move(bytes)));
+  }
+  // Still open: replay, then this connection carries the stream live (and replaces the
+  // one that carried it before).
+  if (standalone_ && cursor->stream == standalone_->stream && !replay->events.empty()) {
+    standalone_ = replay->events.back().id;
+    store_standalone_cursor();
+  }
+  open_connection(cursor->stream, call.responder, std::move(bytes));
+}
+
+void McpSession::note_activity() {
+  auto now = clock().now_ms();
+  if (auto ok = put(kLastActivityKey, std::to_string(now)); !ok) throw std::runtime_error(ok.error().describe());
+  if (auto ok = set_alarm(kIdleAlarm, now + options_.idle.idle_after.count()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+}
+
+void McpSession::on_idle_alarm() {
+  if (!meta_) return;  // deleted meanwhile
+  auto stored = get(kLastActivityKey);
+  if (!stored) throw std::runtime_error(stored.error().describe());
+  std::int64_t last = *stored ? std::stoll(**stored) : meta_->created_ms;
+  auto now = clock().now_ms();
+  if (now - last >= options_.session_ttl.count()) {
+    log::info("session_expired", {{"session", session_id_}, {"idle_ms", now - last}});
+    erase();
+    return;
+  }
+  mcp::IdleInput input;
+  input.now_ms = now;
+  input.last_activity_ms = last;
+  input.paused_work = false;  // no engine yet: nothing can pause
+  input.busy = !live_.empty() || !connections_.empty();
+  auto decision = mcp::decide(options_.idle, input);
+  if (decision.action == mcp::IdleDecision::Action::wait) {
+    if (auto ok = set_alarm(kIdleAlarm, decision.wake_at_ms); !ok) throw std::runtime_error(ok.error().describe());
+    return;
+  }
+  // Out of memory until the next request; the alarm comes back for the TTL.
+  if (auto ok = set_alarm(kIdleAlarm, last + options_.session_ttl.count()); !ok) {
+    throw std::runtime_error(ok.error().describe());
+  }
+  log::debug("session_disposed", {{"session", session_id_}, {"idle_ms", now - last}, {"row", decision.row}});
+  dispose();
+}
+
+}  // namespace dorm::actors
