@@ -4,7 +4,9 @@
 // thread: header checks, authentication, body parsing. What needs the session — does it
 // exist, who owns it, which revision did it negotiate, what do its methods answer — is
 // one SessionCall message to the session's durable object, which answers through the
-// call's Responder once it has the complete HttpResponse. The object never touches a socket; the HTTP thread never waits on it.
+// call's Responder: with a complete HttpResponse, or with a response head whose body
+// streams (HttpResponse::stream, written by the session's sink actor). The object never
+// touches a socket; the HTTP thread never waits on it.
 // Because the call is a plain message, a session can be driven without HTTP (virtual
 // time tests do exactly that).
 #pragma once
