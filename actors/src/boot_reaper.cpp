@@ -80,10 +80,16 @@ Result<void> reap_at_boot(Runtime& runtime, std::function<void(BootReapReport)> 
     if (!page) return std::move(page).error();
     for (const auto& kv : *page) {
       ++wake->report.records;
-      auto slash = kv.key.find('/');
-      std::string object = kv.key.substr(0, slash);
-      if (!seen.insert(object).second) continue;
-      auto id = runtime.parse_id(kMcpSessionNamespace, object);
+      auto entry = mcp::parse_inflight_entry(kv.key);
+      if (!entry) {
+        ++wake->report.failed;
+        if (wake->report.errors.size() < kMaxErrors) {
+          wake->report.errors.push_back("index entry '" + kv.key + "' is malformed");
+        }
+        continue;
+      }
+      if (!seen.insert(entry->session_object_id).second) continue;
+      auto id = runtime.parse_id(kMcpSessionNamespace, entry->session_object_id);
       if (!id) {
         ++wake->report.failed;
         if (wake->report.errors.size() < kMaxErrors) {

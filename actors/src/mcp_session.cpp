@@ -214,15 +214,9 @@ void McpSession::reap() {
   if (plan->empty()) return;
   auto span = start_span(mcp::kRestartReapSpan);
   auto commit_record = [this](const mcp::Reaper::Step& step) -> Result<void> {
+    // The stream finished in this batch: its retention alarm goes in the same batch.
     if (step.finished_stream) {
-      // The stream finished in this batch: its retention alarm goes in the same batch
-      // (an armed one is due earlier, and on_alarm re-arms for the next stream).
-      auto armed = get_alarm(kRetentionAlarm);
-      if (!armed) return std::move(armed).error();
-      if (!*armed) {
-        auto due = clock().now_ms() + options_.event_limits.retention_ms;
-        if (auto ok = set_alarm(kRetentionAlarm, due); !ok) return ok;
-      }
+      if (auto ok = cover_finished_stream(); !ok) return ok;
     }
     return commit();
   };
@@ -442,15 +436,7 @@ void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
   if (auto ok = log_.finish(exchange->stream, clock().now_ms()); !ok) {
     throw std::runtime_error(ok.error().describe());
   }
-  // A stream that finishes now expires after every stream already finished: an armed
-  // retention alarm is early enough, and on_alarm re-arms for the next one.
-  auto armed = get_alarm(kRetentionAlarm);
-  if (!armed) throw std::runtime_error(armed.error().describe());
-  if (!*armed) {
-    if (auto ok = set_alarm(kRetentionAlarm, clock().now_ms() + options_.event_limits.retention_ms); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
-  }
+  if (auto ok = cover_finished_stream(); !ok) throw std::runtime_error(ok.error().describe());
   if (exchange->streaming) {
     // The stream's connection (if the client has one open) ends after its last event.
     deliver(exchange->stream, {}, true);
@@ -495,6 +481,15 @@ void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
 
 void McpSession::journal_del(const mcp::RequestId& id) {
   if (auto ok = journal_.del(id); !ok) throw std::runtime_error(ok.error().describe());
+}
+
+Result<void> McpSession::cover_finished_stream() {
+  // A stream that finishes now expires after every stream already finished: an armed
+  // retention alarm is early enough, and on_alarm re-arms for the next one.
+  auto armed = get_alarm(kRetentionAlarm);
+  if (!armed) return std::move(armed).error();
+  if (*armed) return {};
+  return set_alarm(kRetentionAlarm, clock().now_ms() + options_.event_limits.retention_ms);
 }
 
 void McpSession::arm_retention() {

@@ -122,6 +122,9 @@ class McpSession : public DurableObject {
   // Sets the retention alarm for the earliest finished stream's expiry (scans them all:
   // only from the alarm itself).
   void arm_retention();
+  // Makes sure the retention alarm covers a stream finished in this turn (without
+  // scanning the streams: see the definition).
+  Result<void> cover_finished_stream();
   // This session's key in the runtime index of sessions with requests in flight.
   std::string inflight_key(std::string_view request_key) const;
 
