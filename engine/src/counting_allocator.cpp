@@ -40,7 +40,10 @@ class CountingAllocator final : public v8::ArrayBuffer::Allocator {
   bool reserve(std::size_t length) {
     std::size_t used = budget_->used.load(std::memory_order_relaxed);
     do {
-      if (length > budget_->limit || used > budget_->limit - length) return false;
+      if (length > budget_->limit || used > budget_->limit - length) {
+        if (budget_->on_refused) budget_->on_refused(length);
+        return false;
+      }
     } while (!budget_->used.compare_exchange_weak(used, used + length,
                                                   std::memory_order_relaxed));
     return true;

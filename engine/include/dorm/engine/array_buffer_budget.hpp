@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 namespace v8 {
@@ -20,6 +21,9 @@ struct ArrayBufferBudget {
   explicit ArrayBufferBudget(std::size_t limit_bytes) : limit(limit_bytes) {}
   const std::size_t limit;        // most bytes of backing stores alive at once
   std::atomic<std::size_t> used{0};  // bytes currently allocated
+  // Called (on the allocating thread) when an allocation is refused, before V8 throws its
+  // RangeError; the engine uses it to end the execution with kind memory_limit.
+  std::function<void(std::size_t requested)> on_refused;
 };
 
 // Returns a new v8::ArrayBuffer::Allocator (owned by the caller, to be passed in

@@ -1,0 +1,144 @@
+// engine::Pool — runs `execute` code in supervised, sandboxed worker processes.
+//
+// The server never hosts an isolate: Debian's V8 10.2 has no V8 sandbox, and the code is
+// untrusted. The pool spawns N `dorm-engine-worker` processes (seccomp-bpf, no fds but a
+// socket, rlimits; sandbox/worker_main.cpp), each running up to M executions at once, and
+// talks to them in frames (wire.hpp). Everything a worker sends is checked as hostile input:
+// a malformed frame, an unknown execution, bad JSON or a broken rule of the protocol kills
+// that worker. A worker that dies — crash, V8's fatal OOM path, SIGKILL, a broken protocol —
+// fails exactly the executions it held with engine_crashed, and is replaced with backoff.
+// A worker is replaced after `recycle_after` executions to bound leaks.
+//
+// Threads: one pool thread does all I/O and calls every observer. start(), the Execution
+// methods and the Pool's accessors are thread-safe and never block on a worker, so an actor
+// may call them from its handlers. Observer callbacks must not block: forward to an actor.
+//
+// Time: the pool's Clock gives every execution its start time (Date.now()) and stamps each
+// tool result and timer firing, which is what the journal records. setTimeout delays run on
+// the same clock; with a VirtualClock, call poke() after advancing it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dorm/engine/failure.hpp"
+#include "dorm/engine/journal.hpp"
+#include "dorm/engine/limits.hpp"
+#include "dorm/engine/wire.hpp"
+#include "dorm/result.hpp"
+
+namespace dorm {
+class Clock;
+}
+
+namespace dorm::engine {
+
+struct PoolOptions {
+  // The dorm-engine-worker executable. default_worker_path() finds the one built or
+  // installed beside the calling program.
+  std::string worker_path;
+  // Worker processes; 0 means one per core.
+  unsigned workers = 0;
+  // Executions each worker runs at once (each on its own thread and isolate).
+  unsigned slots_per_worker = 4;
+  // Executions after which a worker is replaced, to bound what a long-lived V8 leaks.
+  std::uint64_t recycle_after = 1'000;
+  // Starts that may wait for a free slot; start() refuses more.
+  std::size_t max_queued = 10'000;
+  // Heartbeat interval; a worker that misses five in a row is killed.
+  std::chrono::milliseconds heartbeat{1'000};
+  // How long past an execution's wall deadline the pool waits for the worker's own verdict
+  // before it kills the worker (a single V8 builtin can ignore termination for a while).
+  std::chrono::milliseconds hard_kill_grace{2'000};
+  // RLIMIT_AS of each worker in MiB (0: none). Ignored under AddressSanitizer.
+  std::uint64_t address_space_mb = 0;
+  // Keep the worker's stderr (for debugging); otherwise it is /dev/null.
+  bool keep_worker_stderr = false;
+  // Host time; nullptr means the system clock. Must outlive the pool.
+  const Clock* clock = nullptr;
+};
+
+// The worker executable next to the running program, or in ../engine/ from it (the build
+// tree's layout). Empty if neither exists.
+std::string default_worker_path();
+
+struct ExecutionRequest {
+  std::string id;      // for logs; the caller's execution id
+  std::string source;  // as the model wrote it (prepared inside the sandbox)
+  Limits limits;
+  // Replay this journal first (its start time and seed too); none: a fresh execution.
+  std::optional<Journal> journal;
+};
+
+// What an execution tells its owner, on the pool thread, in order. After on_completed or
+// on_failed nothing more is called.
+class ExecutionObserver {
+ public:
+  virtual ~ExecutionObserver() = default;
+  // The code called tools.<path>(args). Answer with Execution::deliver_tool_result.
+  virtual void on_tool_call(const ToolCallEntry& call) = 0;
+  // A console line; the text as the user wrote it (format_log_line adds the level).
+  virtual void on_log(wire::LogLevel /*level*/, std::string_view /*text*/) {}
+  // emit(value), as JSON.
+  virtual void on_emit(std::string_view /*value_json*/) {}
+  // An entry was appended to the journal (store it to make the execution resumable).
+  virtual void on_journal(const JournalEntry& /*entry*/) {}
+  virtual void on_completed(std::string_view result_json) = 0;
+  virtual void on_failed(FailureKind kind, std::string_view message) = 0;
+};
+
+// "[warn] text"
+std::string format_log_line(wire::LogLevel level, std::string_view text);
+
+class Execution {
+ public:
+  virtual ~Execution() = default;
+  virtual const std::string& id() const = 0;
+  // Answers tool call `seq`. ok: `value_json` is the result (JSON); !ok: the message the
+  // call's promise rejects with (plain text). Ignored if the call is not outstanding or
+  // the execution has ended. Thread-safe, non-blocking.
+  virtual void deliver_tool_result(std::uint32_t seq, bool ok, std::string value) = 0;
+  // Ends the execution with kind `cancelled` (if it has not ended). Thread-safe.
+  virtual void cancel() = 0;
+  // A copy of the journal so far. Thread-safe.
+  virtual Journal journal() const = 0;
+};
+
+class Pool {
+ public:
+  // Spawns the workers and waits (up to `ready_timeout`) until each has warmed up.
+  static Result<std::unique_ptr<Pool>> create(PoolOptions options,
+                                              std::chrono::milliseconds ready_timeout = std::chrono::seconds(30));
+  virtual ~Pool() = default;
+
+  // Queues an execution. Fails (and runs nothing) on invalid limits, a source over 1 MiB,
+  // a journal that is not well-formed, or a full queue.
+  virtual Result<std::shared_ptr<Execution>> start(ExecutionRequest request,
+                                                   std::shared_ptr<ExecutionObserver> observer) = 0;
+
+  struct Stats {
+    unsigned workers_ready = 0;
+    std::size_t running = 0;
+    std::size_t queued = 0;
+    std::uint64_t workers_spawned = 0;
+    std::uint64_t workers_lost = 0;  // died or were killed, recycling excluded
+    std::uint64_t completed = 0;
+    std::uint64_t failed = 0;
+  };
+  virtual Stats stats() const = 0;
+  // Process ids of the live workers (tests kill one; operators look at them).
+  virtual std::vector<pid_t> worker_pids() const = 0;
+  // The worker running `execution`, if it is running.
+  virtual std::optional<pid_t> worker_of(const Execution& execution) const = 0;
+  // Re-reads the clock (after a VirtualClock moved) to fire due timers.
+  virtual void poke() = 0;
+};
+
+}  // namespace dorm::engine

@@ -1,0 +1,700 @@
+#include "slot.hpp"
+
+#include <libplatform/libplatform.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+#include "prelude.hpp"
+#include "time_platform.hpp"
+
+namespace dorm::engine::sandbox {
+namespace {
+
+thread_local Slot* t_slot = nullptr;
+
+// Slot threads get a stack well above the largest JavaScript stack limit, since native frames
+// (V8's, and ours under ASan) sit on the same stack.
+constexpr std::size_t kThreadStackBytes = 32u << 20;
+// At most this many timers may be pending at once; setTimeout throws past it.
+constexpr std::size_t kMaxPendingTimers = 10'000;
+// Tool arguments travel in one frame.
+constexpr std::size_t kMaxToolArgsBytes = 8u << 20;
+constexpr std::size_t kMaxToolPathBytes = 1024;
+
+std::string mib(std::uint64_t bytes) {
+  if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+std::int64_t cpu_ns(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string utf8(v8::Isolate* isolate, v8::Local<v8::Value> value) {
+  v8::String::Utf8Value text(isolate, value);
+  return *text ? std::string(*text, static_cast<std::size_t>(text.length())) : std::string();
+}
+
+v8::Local<v8::String> v8_string(v8::Isolate* isolate, std::string_view s) {
+  return v8::String::NewFromUtf8(isolate, s.data(), v8::NewStringType::kNormal,
+                                 static_cast<int>(s.size()))
+      .ToLocalChecked();
+}
+
+void throw_type_error(v8::Isolate* isolate, std::string_view message) {
+  isolate->ThrowException(v8::Exception::TypeError(v8_string(isolate, message)));
+}
+
+v8::MaybeLocal<v8::Promise> refuse_import(v8::Local<v8::Context> context, v8::Local<v8::Data>,
+                                          v8::Local<v8::Value>, v8::Local<v8::String> specifier,
+                                          v8::Local<v8::FixedArray>) {
+  v8::Isolate* isolate = context->GetIsolate();
+  v8::Local<v8::Promise::Resolver> resolver;
+  if (!v8::Promise::Resolver::New(context).ToLocal(&resolver)) return {};
+  std::string message = "import('" + utf8(isolate, specifier) +
+                        "') is not available in dorm's engine: there are no modules; call a tool instead";
+  resolver->Reject(context, v8::Exception::Error(v8_string(isolate, message))).IsNothing();
+  return resolver->GetPromise();
+}
+
+bool refuse_wasm(v8::Local<v8::Context>, v8::Local<v8::String>) { return false; }
+
+void on_fatal_oom(const char* location, bool) { Slot::report_fatal_oom(location); }
+
+}  // namespace
+
+// One execution's state, on the slot thread.
+struct Slot::Execution {
+  std::uint64_t exec = 0;
+  std::string id;
+  std::string source;
+  Limits limits;
+  Journal journal;
+  // Replay: the recorded calls by sequence number, the recorded timer sets and clears by id,
+  // and the input entries in order with a cursor.
+  std::vector<const ToolCallEntry*> recorded_calls;
+  std::map<std::uint32_t, const TimerSetEntry*> recorded_sets;
+  std::set<std::uint32_t> recorded_clears;
+  std::vector<const JournalEntry*> inputs;
+  std::size_t next_input = 0;
+
+  std::uint32_t calls_made = 0;
+  std::map<std::uint32_t, v8::Global<v8::Promise::Resolver>> outstanding;
+  std::set<std::uint32_t> timers;  // set and neither fired nor cleared
+  std::uint32_t last_timer = 0;
+  std::uint64_t log_bytes = 0;
+  std::uint64_t output_bytes = 0;
+  bool replaying() const { return next_input < inputs.size(); }
+};
+
+Slot::Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free)
+    : channel_(channel), platform_(platform), on_free_(std::move(on_free)) {}
+
+void Slot::start() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kThreadStackBytes);
+  if (pthread_create(&thread_, &attr, &Slot::thread_entry, this) != 0) _exit(71);
+  pthread_attr_destroy(&attr);
+  std::unique_lock lock(queue_mutex_);
+  queue_cv_.wait(lock, [&] { return warm_ready_; });
+}
+
+void* Slot::thread_entry(void* self) {
+  static_cast<Slot*>(self)->thread_main();
+  return nullptr;
+}
+
+void Slot::post(SlotInput input) {
+  {
+    std::lock_guard lock(queue_mutex_);
+    queue_.push_back(std::move(input));
+  }
+  queue_cv_.notify_all();
+}
+
+void Slot::thread_main() {
+  t_slot = this;
+  pthread_getcpuclockid(pthread_self(), &cpu_clock_);
+  new_isolate(Limits{}.heap_bytes);
+  warm();
+  {
+    std::lock_guard lock(queue_mutex_);
+    warm_ready_ = true;
+  }
+  queue_cv_.notify_all();
+  for (;;) {
+    SlotInput input;
+    if (!deferred_.empty()) {
+      input = std::move(deferred_.front());
+      deferred_.pop_front();
+    } else {
+      std::unique_lock lock(queue_mutex_);
+      queue_cv_.wait(lock, [&] { return !queue_.empty(); });
+      input = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    // Inputs for an execution that already ended (a late tool result) are dropped here.
+    if (auto* start = std::get_if<wire::Start>(&input)) run(std::move(*start));
+  }
+}
+
+void Slot::new_isolate(std::uint64_t heap_bytes) {
+  if (isolate_ != nullptr) {
+    warm_.reset();
+    preparer_.reset();
+    isolate_->Dispose();
+    isolate_ = nullptr;
+  }
+  budget_ = std::make_shared<ArrayBufferBudget>(heap_bytes);
+  budget_->on_refused = [this](std::size_t length) {
+    kill(FailureKind::memory_limit,
+         "an ArrayBuffer of " + std::to_string(length) + " bytes would pass the memory limit of " +
+             mib(budget_->limit) + " (heap_bytes)");
+  };
+  allocator_.reset(static_cast<v8::ArrayBuffer::Allocator*>(new_counting_array_buffer_allocator(budget_)));
+  v8::Isolate::CreateParams params;
+  params.array_buffer_allocator = allocator_.get();
+  params.constraints.set_max_old_generation_size_in_bytes(heap_bytes);
+  params.constraints.set_max_young_generation_size_in_bytes(std::min<std::uint64_t>(16u << 20, heap_bytes / 4));
+  isolate_ = v8::Isolate::New(params);
+  isolate_->SetData(0, this);
+  isolate_->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
+  isolate_->AddNearHeapLimitCallback(&Slot::near_heap_limit, this);
+  isolate_->SetOOMErrorHandler(&on_fatal_oom);
+  isolate_->SetAllowAtomicsWait(false);
+  isolate_->SetAllowWasmCodeGenerationCallback(&refuse_wasm);
+  isolate_->SetHostImportModuleDynamicallyCallback(
+      static_cast<v8::HostImportModuleDynamicallyCallback>(&refuse_import));
+  heap_bytes_ = heap_bytes;
+  isolate_spent_ = false;
+  v8::Isolate::Scope isolate_scope(isolate_);
+  v8::HandleScope handles(isolate_);
+  preparer_ = std::make_unique<SourcePreparer>(isolate_);
+}
+
+void Slot::warm() {
+  v8::Isolate::Scope isolate_scope(isolate_);
+  v8::HandleScope handles(isolate_);
+  v8::Local<v8::Context> context = v8::Context::New(isolate_);
+  v8::Context::Scope context_scope(context);
+  v8::Local<v8::External> self = v8::External::New(isolate_, this);
+  v8::Local<v8::Object> bridge = v8::Object::New(isolate_);
+  auto put = [&](const char* name, v8::FunctionCallback callback) {
+    auto fn = v8::Function::New(context, callback, self).ToLocalChecked();
+    bridge->Set(context, v8_string(isolate_, name), fn).Check();
+  };
+  put("call", &Slot::js_call);
+  put("log", &Slot::js_log);
+  put("emit", &Slot::js_emit);
+  put("timerSet", &Slot::js_timer_set);
+  put("timerClear", &Slot::js_timer_clear);
+  v8::Local<v8::Script> script =
+      v8::Script::Compile(context, v8_string(isolate_, kPrelude)).ToLocalChecked();
+  v8::Local<v8::Function> setup = script->Run(context).ToLocalChecked().As<v8::Function>();
+  v8::Local<v8::Value> argv[] = {bridge};
+  v8::Local<v8::Object> hooks =
+      setup->Call(context, v8::Undefined(isolate_), 1, argv).ToLocalChecked().As<v8::Object>();
+  Warm w;
+  w.context.Reset(isolate_, context);
+  w.init.Reset(isolate_, hooks->Get(context, v8_string(isolate_, "init")).ToLocalChecked().As<v8::Function>());
+  w.fire.Reset(isolate_, hooks->Get(context, v8_string(isolate_, "fire")).ToLocalChecked().As<v8::Function>());
+  warm_.emplace(std::move(w));
+}
+
+void Slot::run(wire::Start start) {
+  if (start.limits.heap_bytes != heap_bytes_ || isolate_spent_) {
+    new_isolate(start.limits.heap_bytes);
+    warm();
+  }
+  Execution e;
+  e.exec = start.exec;
+  e.id = std::move(start.id);
+  e.source = std::move(start.source);
+  e.limits = start.limits;
+  e.journal = std::move(start.journal);
+  for (const auto& entry : e.journal.entries) {
+    if (auto* call = std::get_if<ToolCallEntry>(&entry)) {
+      e.recorded_calls.push_back(call);
+    } else if (auto* set = std::get_if<TimerSetEntry>(&entry)) {
+      e.recorded_sets[set->timer] = set;
+    } else if (auto* clear = std::get_if<TimerClearEntry>(&entry)) {
+      e.recorded_clears.insert(clear->timer);
+    } else {
+      e.inputs.push_back(&entry);
+    }
+  }
+  // Calls are numbered 1, 2, ... in the order the code makes them; a journal that says
+  // otherwise was not written by this engine.
+  bool well_formed = true;
+  for (std::size_t i = 0; i < e.recorded_calls.size(); ++i) {
+    if (e.recorded_calls[i]->seq != i + 1) well_formed = false;
+  }
+
+  current_ = &e;
+  {
+    std::lock_guard lock(kill_mutex_);
+    kill_.reset();
+    running_ = true;
+    cpu_start_ns_ = cpu_ns(cpu_clock_);
+    cpu_limit_ms_ = e.limits.cpu_ms;
+    cpu_limit_ns_ = static_cast<std::int64_t>(e.limits.cpu_ms) * 1'000'000;
+    wall_limit_ms_ = e.limits.wall_ms;
+  }
+  set_wall_deadline(e);
+  isolate_->CancelTerminateExecution();
+
+  Outcome outcome;
+  {
+    v8::Isolate::Scope isolate_scope(isolate_);
+    v8::HandleScope handles(isolate_);
+    // The stack limit counts from here: what the execution may use below this frame.
+    char marker = 0;
+    isolate_->SetStackLimit(reinterpret_cast<std::uintptr_t>(&marker) - e.limits.stack_bytes);
+    v8::Local<v8::Context> context = warm_->context.Get(isolate_);
+    v8::Local<v8::Function> init = warm_->init.Get(isolate_);
+    v8::Context::Scope context_scope(context);
+    set_thread_host_time(static_cast<double>(e.journal.start_ms));
+    v8::Local<v8::Value> seed[] = {
+        v8::Integer::NewFromUnsigned(isolate_, static_cast<std::uint32_t>(e.journal.seed >> 32)),
+        v8::Integer::NewFromUnsigned(isolate_, static_cast<std::uint32_t>(e.journal.seed))};
+    init->Call(context, v8::Undefined(isolate_), 2, seed).IsEmpty();
+    if (!well_formed) {
+      outcome = wire::Failed{e.exec, FailureKind::nondeterministic_replay,
+                             "the journal's tool calls are not numbered 1, 2, 3, ..."};
+    } else {
+      outcome = execute(e, context);
+    }
+    e.outstanding.clear();
+  }
+  {
+    std::lock_guard lock(kill_mutex_);
+    running_ = false;
+    wall_deadline_ = std::chrono::steady_clock::time_point::max();
+  }
+  // A termination requested for this execution may still be pending; it must not hit the
+  // warm-up below or the next execution.
+  isolate_->CancelTerminateExecution();
+  current_ = nullptr;
+  warm_.reset();  // the execution's context is never used again
+  set_thread_host_time(NAN);
+  on_free_(e.exec);
+  channel_.send(outcome);
+
+  // Off the request path: give ArrayBuffers of the finished context back before the next
+  // execution is charged, and have the next context ready.
+  if (isolate_spent_) {
+    new_isolate(heap_bytes_);
+  } else if (budget_->used.load() > 0) {
+    v8::Isolate::Scope isolate_scope(isolate_);
+    isolate_->LowMemoryNotification();
+  }
+  warm();
+}
+
+void Slot::set_wall_deadline(const Execution& e) {
+  std::lock_guard lock(kill_mutex_);
+  // No deadline while a tool call is outstanding: a tool may be waiting for a person.
+  wall_deadline_ = e.outstanding.empty()
+                       ? std::chrono::steady_clock::now() + std::chrono::milliseconds(e.limits.wall_ms)
+                       : std::chrono::steady_clock::time_point::max();
+}
+
+void Slot::kill(FailureKind kind, std::string message) {
+  std::lock_guard lock(kill_mutex_);
+  if (!running_ || kill_) return;
+  kill_.emplace(kind, std::move(message));
+  isolate_->TerminateExecution();
+}
+
+std::optional<Slot::Outcome> Slot::killed() {
+  std::lock_guard lock(kill_mutex_);
+  if (!kill_) return std::nullopt;
+  return wire::Failed{current_->exec, kill_->first, kill_->second};
+}
+
+bool Slot::check_limits(std::chrono::steady_clock::time_point now) {
+  std::unique_lock lock(kill_mutex_);
+  if (!running_ || kill_) return running_;
+  if (cpu_ns(cpu_clock_) - cpu_start_ns_ >= cpu_limit_ns_) {
+    lock.unlock();
+    kill(FailureKind::cpu_limit, "the execution used more than its CPU time limit of " +
+                                     std::to_string(cpu_limit_ms_) + " ms (cpu_ms)");
+  } else if (now >= wall_deadline_) {
+    lock.unlock();
+    kill(FailureKind::wall_limit, "the execution ran longer than its wall time limit of " +
+                                      std::to_string(wall_limit_ms_) +
+                                      " ms (wall_ms; time waiting for tools is not counted)");
+  }
+  return true;
+}
+
+std::size_t Slot::near_heap_limit(void* data, std::size_t current, std::size_t) {
+  auto* self = static_cast<Slot*>(data);
+  self->isolate_spent_ = true;
+  self->kill(FailureKind::memory_limit, "the execution passed its memory limit of " +
+                                            mib(self->heap_bytes_) + " (heap_bytes)");
+  // Returning the same limit aborts the process; a larger one lets the termination unwind.
+  v8::HeapStatistics stats;
+  self->isolate_->GetHeapStatistics(&stats);
+  return std::max(current, stats.used_heap_size()) + (64u << 20);
+}
+
+void Slot::report_fatal_oom(const char* location) {
+  // The isolate that ran out tells which slot it was; V8 may call this on a thread of its own.
+  v8::Isolate* isolate = v8::Isolate::TryGetCurrent();
+  Slot* self = isolate != nullptr ? static_cast<Slot*>(isolate->GetData(0)) : t_slot;
+  if (self == nullptr) self = t_slot;
+  if (self != nullptr) {
+    // First, so the host starts nothing more here once it sees the failure below.
+    self->channel_.try_send(wire::Exiting{std::string("V8 ran out of memory in ") + (location ? location : "?")});
+  }
+  if (self != nullptr && self->current_ != nullptr) {
+    self->channel_.try_send(wire::Failed{
+        self->current_->exec, FailureKind::memory_limit,
+        "the execution passed its memory limit of " + mib(self->heap_bytes_) +
+            " (heap_bytes) in a single allocation V8 could not stop (" +
+            std::string(location ? location : "?") + "); its engine worker restarted"});
+  }
+  _exit(70);
+}
+
+void Slot::drain() {
+  isolate_->PerformMicrotaskCheckpoint();
+  while (v8::platform::PumpMessageLoop(&platform_, isolate_)) {
+  }
+}
+
+Slot::Outcome Slot::execute(Execution& e, v8::Local<v8::Context> context) {
+  v8::TryCatch try_catch(isolate_);
+  auto prepared = preparer_->prepare(e.source);
+  if (auto* error = std::get_if<SourceError>(&prepared)) {
+    return wire::Failed{e.exec, FailureKind::syntax_error,
+                        "SyntaxError: " + error->message + " (line " + std::to_string(error->line) +
+                            ", column " + std::to_string(error->column) + ")"};
+  }
+  if (auto out = killed()) return *out;
+  const std::string& body = std::get<PreparedSource>(prepared).body;
+  std::string wrapped = "(async () => {\"use strict\";\n" + body + "\n})()";
+  // Line 1 of the body is line 1 of the script, so error lines point into the user's code.
+  v8::ScriptOrigin origin(isolate_, v8_string(isolate_, "execute"), -1, 0);
+  v8::Local<v8::Script> script;
+  if (!v8::Script::Compile(context, v8_string(isolate_, wrapped), &origin).ToLocal(&script)) {
+    if (auto out = killed()) return *out;
+    v8::Local<v8::Message> message = try_catch.Message();
+    std::string text = message.IsEmpty() ? "SyntaxError" : utf8(isolate_, message->Get());
+    if (text.starts_with("Uncaught ")) text.erase(0, 9);
+    int line = message.IsEmpty() ? 0 : message->GetLineNumber(context).FromMaybe(0);
+    int column = message.IsEmpty() ? 0 : message->GetStartColumn(context).FromMaybe(0) + 1;
+    return wire::Failed{e.exec, FailureKind::syntax_error,
+                        text + " (line " + std::to_string(line) + ", column " + std::to_string(column) + ")"};
+  }
+  v8::Local<v8::Value> value;
+  bool ran = script->Run(context).ToLocal(&value);
+  drain();
+  if (auto out = killed()) return *out;
+  if (!ran || !value->IsPromise()) {
+    return fail_with_exception(e, context, try_catch.HasCaught() ? try_catch.Exception()
+                                                                  : v8::Local<v8::Value>(v8::Undefined(isolate_)));
+  }
+  v8::Local<v8::Promise> promise = value.As<v8::Promise>();
+  for (;;) {
+    if (auto out = killed()) return *out;
+    if (auto out = settle(e, context, promise)) return *out;
+    if (e.replaying()) {
+      if (auto out = next_replay_input(e, context)) return *out;
+      continue;
+    }
+    // Live: wait for the host. With no tool call outstanding the wall deadline applies here
+    // too (a promise that never settles ends at the wall limit).
+    std::chrono::steady_clock::time_point deadline;
+    {
+      std::lock_guard lock(kill_mutex_);
+      deadline = wall_deadline_;
+    }
+    SlotInput input;
+    {
+      std::unique_lock lock(queue_mutex_);
+      auto has_input = [&] { return !queue_.empty(); };
+      if (deadline == std::chrono::steady_clock::time_point::max()) {
+        queue_cv_.wait(lock, has_input);
+      } else if (!queue_cv_.wait_until(lock, deadline, has_input)) {
+        lock.unlock();
+        kill(FailureKind::wall_limit, "the execution ran longer than its wall time limit of " +
+                                          std::to_string(e.limits.wall_ms) +
+                                          " ms (wall_ms; time waiting for tools is not counted)");
+        continue;
+      }
+      input = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (auto* start = std::get_if<wire::Start>(&input)) {
+      // The worker routes a start only to a free slot; keep it for after this execution.
+      deferred_.push_back(std::move(*start));
+      continue;
+    }
+    if (auto* cancel = std::get_if<wire::Cancel>(&input)) {
+      if (cancel->exec == e.exec) kill(FailureKind::cancelled, "the execution was cancelled");
+      continue;
+    }
+    if (auto* result = std::get_if<wire::ToolResult>(&input)) {
+      if (result->exec != e.exec || e.outstanding.count(result->result.seq) == 0) continue;
+      if (auto out = deliver(e, context, result->result)) return *out;
+    } else if (auto* fired = std::get_if<wire::TimerFired>(&input)) {
+      if (fired->exec != e.exec || e.timers.count(fired->fired.timer) == 0) continue;
+      if (auto out = deliver(e, context, fired->fired)) return *out;
+    }
+  }
+}
+
+std::optional<Slot::Outcome> Slot::next_replay_input(Execution& e, v8::Local<v8::Context> context) {
+  const JournalEntry& input = *e.inputs[e.next_input];
+  std::size_t number = e.next_input + 1;
+  if (auto* result = std::get_if<ToolResultEntry>(&input)) {
+    if (e.outstanding.count(result->seq) == 0) {
+      return wire::Failed{e.exec, FailureKind::nondeterministic_replay,
+                          "replay diverged at journal input " + std::to_string(number) +
+                              ": it is the result of tool call " + std::to_string(result->seq) +
+                              ", but the code is not waiting for that call (it has made " +
+                              std::to_string(e.calls_made) + " calls)"};
+    }
+  } else if (auto* fired = std::get_if<TimerFiredEntry>(&input)) {
+    if (e.timers.count(fired->timer) == 0) {
+      return wire::Failed{e.exec, FailureKind::nondeterministic_replay,
+                          "replay diverged at journal input " + std::to_string(number) +
+                              ": timer " + std::to_string(fired->timer) + " fires, but the code has no such timer pending"};
+    }
+  }
+  ++e.next_input;
+  if (auto out = deliver(e, context, input)) return out;
+  if (!e.replaying() && e.calls_made < e.recorded_calls.size()) {
+    return wire::Failed{e.exec, FailureKind::nondeterministic_replay,
+                        "replay diverged: the journal has " + std::to_string(e.recorded_calls.size()) +
+                            " tool calls but the code made only " + std::to_string(e.calls_made)};
+  }
+  return std::nullopt;
+}
+
+std::optional<Slot::Outcome> Slot::deliver(Execution& e, v8::Local<v8::Context> context,
+                                           const JournalEntry& input) {
+  v8::HandleScope handles(isolate_);
+  v8::TryCatch try_catch(isolate_);
+  if (auto* result = std::get_if<ToolResultEntry>(&input)) {
+    set_thread_host_time(static_cast<double>(result->time_ms));
+    auto node = e.outstanding.find(result->seq);
+    v8::Local<v8::Promise::Resolver> resolver = node->second.Get(isolate_);
+    e.outstanding.erase(node);
+    set_wall_deadline(e);
+    if (result->ok) {
+      // The prelude parses the text on its side (`.then(parse)`).
+      resolver->Resolve(context, v8_string(isolate_, result->value_json)).IsNothing();
+    } else {
+      // A failed call rejects with an Error whose message is the JSON string the host sent.
+      v8::TryCatch parse_catch(isolate_);
+      v8::Local<v8::Value> value;
+      std::string message = v8::JSON::Parse(context, v8_string(isolate_, result->value_json)).ToLocal(&value) &&
+                                    value->IsString()
+                                ? utf8(isolate_, value)
+                                : result->value_json;
+      resolver->Reject(context, v8::Exception::Error(v8_string(isolate_, message))).IsNothing();
+    }
+  } else if (auto* fired = std::get_if<TimerFiredEntry>(&input)) {
+    set_thread_host_time(static_cast<double>(fired->time_ms));
+    e.timers.erase(fired->timer);
+    v8::Local<v8::Value> argv[] = {v8::Integer::NewFromUnsigned(isolate_, fired->timer)};
+    warm_->fire.Get(isolate_)->Call(context, v8::Undefined(isolate_), 1, argv).IsEmpty();
+  }
+  if (try_catch.HasCaught() && !try_catch.HasTerminated()) {
+    // A setTimeout callback threw and nothing caught it: the execution fails, as an
+    // uncaught exception would end a Node process.
+    if (auto out = killed()) return out;
+    return fail_with_exception(e, context, try_catch.Exception());
+  }
+  drain();
+  return std::nullopt;
+}
+
+std::optional<Slot::Outcome> Slot::settle(Execution& e, v8::Local<v8::Context> context,
+                                          v8::Local<v8::Promise> promise) {
+  switch (promise->State()) {
+    case v8::Promise::kPending: return std::nullopt;
+    case v8::Promise::kRejected: return fail_with_exception(e, context, promise->Result());
+    case v8::Promise::kFulfilled: break;
+  }
+  if (e.replaying()) {
+    return wire::Failed{e.exec, FailureKind::nondeterministic_replay,
+                        "replay diverged: the code finished with " +
+                            std::to_string(e.inputs.size() - e.next_input) +
+                            " journal inputs left to deliver"};
+  }
+  v8::TryCatch try_catch(isolate_);
+  v8::Local<v8::Value> value = promise->Result();
+  std::string json = "null";
+  if (!value->IsUndefined()) {
+    v8::Local<v8::String> text;
+    if (!v8::JSON::Stringify(context, value).ToLocal(&text)) {
+      if (auto out = killed()) return *out;
+      std::string why = try_catch.HasCaught() ? utf8(isolate_, try_catch.Exception()) : "not JSON";
+      return wire::Failed{e.exec, FailureKind::runtime_error, "the result is not JSON-serialisable: " + why};
+    }
+    json = utf8(isolate_, text);
+    if (json == "undefined") json = "null";
+  }
+  if (auto out = killed()) return *out;
+  if (e.output_bytes + json.size() > e.limits.output_bytes) {
+    return wire::Failed{e.exec, FailureKind::output_limit,
+                        "the result of " + std::to_string(json.size()) + " bytes passes the output limit of " +
+                            mib(e.limits.output_bytes) + " (output_bytes, emitted values included)"};
+  }
+  return wire::Completed{e.exec, std::move(json)};
+}
+
+Slot::Outcome Slot::fail_with_exception(Execution& e, v8::Local<v8::Context> context,
+                                        v8::Local<v8::Value> exception) {
+  v8::TryCatch try_catch(isolate_);
+  std::string text = "[exception]";
+  v8::Local<v8::String> as_string;
+  if (exception->ToString(context).ToLocal(&as_string)) text = utf8(isolate_, as_string);
+  if (auto out = killed()) return *out;
+  if (exception->IsNativeError() && text == "RangeError: Maximum call stack size exceeded") {
+    return wire::Failed{e.exec, FailureKind::stack_limit,
+                        "the execution overflowed its stack limit of " + mib(e.limits.stack_bytes) +
+                            " (stack_bytes): " + text};
+  }
+  v8::Local<v8::Message> message = v8::Exception::CreateMessage(isolate_, exception);
+  int line = message.IsEmpty() ? 0 : message->GetLineNumber(context).FromMaybe(0);
+  if (line > 0) {
+    int column = message->GetStartColumn(context).FromMaybe(0) + 1;
+    text += " (line " + std::to_string(line) + ", column " + std::to_string(column) + ")";
+  }
+  return wire::Failed{e.exec, FailureKind::runtime_error, std::move(text)};
+}
+
+// ---- the bridge: called from the prelude on the slot thread ----
+
+namespace {
+Slot* slot_of(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  return static_cast<Slot*>(info.Data().As<v8::External>()->Value());
+}
+}  // namespace
+
+void Slot::js_call(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  Slot* self = slot_of(info);
+  v8::Isolate* isolate = info.GetIsolate();
+  if (self->current_ == nullptr || info.Length() < 2) return;
+  Execution& e = *self->current_;
+  std::string path = utf8(isolate, info[0]);
+  std::string args = utf8(isolate, info[1]);
+  if (path.size() > kMaxToolPathBytes) {
+    return throw_type_error(isolate, "a tool path is at most " + std::to_string(kMaxToolPathBytes) + " bytes");
+  }
+  if (args.size() > kMaxToolArgsBytes) {
+    return throw_type_error(isolate, "tool arguments of " + std::to_string(args.size()) +
+                                         " bytes pass the limit of " + mib(kMaxToolArgsBytes));
+  }
+  if (e.calls_made >= e.limits.tool_calls) {
+    return self->kill(FailureKind::tool_call_limit, "the execution made more than " +
+                                                        std::to_string(e.limits.tool_calls) +
+                                                        " tool calls (tool_calls)");
+  }
+  if (e.outstanding.size() >= e.limits.concurrent_tool_calls) {
+    return self->kill(FailureKind::tool_concurrency_limit,
+                      "the execution had more than " + std::to_string(e.limits.concurrent_tool_calls) +
+                          " tool calls outstanding at once (concurrent_tool_calls)");
+  }
+  std::uint32_t seq = ++e.calls_made;
+  if (seq <= e.recorded_calls.size()) {
+    const ToolCallEntry& recorded = *e.recorded_calls[seq - 1];
+    if (recorded.path != path || recorded.args_json != args) {
+      return self->kill(FailureKind::nondeterministic_replay,
+                        "replay diverged at tool call " + std::to_string(seq) + ": the journal has tools." +
+                            recorded.path + "(" + recorded.args_json + ") but the code called tools." + path +
+                            "(" + args + ")");
+    }
+  } else {
+    self->channel_.send(wire::ToolCall{e.exec, ToolCallEntry{seq, path, std::move(args)}});
+  }
+  v8::Local<v8::Promise::Resolver> resolver;
+  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&resolver)) return;
+  e.outstanding[seq].Reset(isolate, resolver);
+  self->set_wall_deadline(e);
+  info.GetReturnValue().Set(resolver->GetPromise());
+}
+
+void Slot::js_log(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  Slot* self = slot_of(info);
+  v8::Isolate* isolate = info.GetIsolate();
+  if (self->current_ == nullptr || info.Length() < 2) return;
+  Execution& e = *self->current_;
+  std::uint32_t level = info[0]->Uint32Value(isolate->GetCurrentContext()).FromMaybe(2);
+  if (level > static_cast<std::uint32_t>(wire::LogLevel::error)) level = 2;
+  std::string text = utf8(isolate, info[1]);
+  auto lvl = static_cast<wire::LogLevel>(level);
+  // Counted as the line a reader sees: "[level] text\n".
+  std::uint64_t bytes = text.size() + to_string(lvl).size() + 4;
+  if (e.log_bytes + bytes > e.limits.log_bytes) {
+    return self->kill(FailureKind::log_limit, "console output passed the log limit of " +
+                                                  mib(e.limits.log_bytes) + " (log_bytes)");
+  }
+  e.log_bytes += bytes;
+  self->channel_.send(wire::Log{e.exec, lvl, std::move(text)});
+}
+
+void Slot::js_emit(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  Slot* self = slot_of(info);
+  v8::Isolate* isolate = info.GetIsolate();
+  if (self->current_ == nullptr || info.Length() < 1) return;
+  Execution& e = *self->current_;
+  std::string json = utf8(isolate, info[0]);
+  if (e.output_bytes + json.size() > e.limits.output_bytes) {
+    return self->kill(FailureKind::output_limit, "emitted values passed the output limit of " +
+                                                     mib(e.limits.output_bytes) + " (output_bytes)");
+  }
+  e.output_bytes += json.size();
+  self->channel_.send(wire::Emit{e.exec, std::move(json)});
+}
+
+void Slot::js_timer_set(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  Slot* self = slot_of(info);
+  v8::Isolate* isolate = info.GetIsolate();
+  if (self->current_ == nullptr || info.Length() < 2) return;
+  Execution& e = *self->current_;
+  auto context = isolate->GetCurrentContext();
+  std::uint32_t id = info[0]->Uint32Value(context).FromMaybe(0);
+  auto delay = static_cast<std::int64_t>(info[1]->IntegerValue(context).FromMaybe(0));
+  if (id != e.last_timer + 1) return;  // only the prelude calls this, with ids 1, 2, ...
+  if (e.timers.size() >= kMaxPendingTimers) {
+    return throw_type_error(isolate, "at most " + std::to_string(kMaxPendingTimers) + " timers may be pending");
+  }
+  e.last_timer = id;
+  e.timers.insert(id);
+  auto recorded = e.recorded_sets.find(id);
+  if (recorded != e.recorded_sets.end()) {
+    if (recorded->second->delay_ms != delay) {
+      return self->kill(FailureKind::nondeterministic_replay,
+                        "replay diverged at timer " + std::to_string(id) + ": the journal has a delay of " +
+                            std::to_string(recorded->second->delay_ms) + " ms, the code asked for " +
+                            std::to_string(delay) + " ms");
+    }
+  } else {
+    self->channel_.send(wire::TimerSet{e.exec, id, delay});
+  }
+}
+
+void Slot::js_timer_clear(const v8::FunctionCallbackInfo<v8::Value>& info) {
+  Slot* self = slot_of(info);
+  v8::Isolate* isolate = info.GetIsolate();
+  if (self->current_ == nullptr || info.Length() < 1) return;
+  Execution& e = *self->current_;
+  std::uint32_t id = info[0]->Uint32Value(isolate->GetCurrentContext()).FromMaybe(0);
+  if (e.timers.erase(id) == 0) return;
+  if (e.recorded_clears.count(id) == 0) self->channel_.send(wire::TimerClear{e.exec, id});
+}
+
+}  // namespace dorm::engine::sandbox

@@ -1,0 +1,134 @@
+// A slot runs one execution at a time on a thread of its own, in an isolate of its own.
+//
+// The slot keeps its next context warm (created, prelude run) so that a start costs no
+// context creation on the request path. Every execution gets a fresh context; a context is
+// never reused. Between two inputs (a tool result, a timer) the slot runs the execution to
+// quiescence — no pending microtasks — which is what makes a replay of the same inputs
+// reproduce the same execution (journal.hpp).
+//
+// Limits: the V8 heap and ArrayBuffers (near-heap-limit callback, counting allocator),
+// the stack (SetStackLimit), and per-call limits (logs, output, tool calls) are enforced on
+// the slot thread; CPU and wall time by the worker's watchdog through check_limits(). Every
+// overrun goes through kill(), which records the first reason and terminates JavaScript.
+#pragma once
+
+#include <v8.h>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "channel.hpp"
+#include "dorm/engine/array_buffer_budget.hpp"
+#include "dorm/engine/wire.hpp"
+#include "source_prep.hpp"
+
+namespace dorm::engine::sandbox {
+
+using SlotInput = std::variant<wire::Start, wire::ToolResult, wire::TimerFired, wire::Cancel>;
+
+class Slot {
+ public:
+  // `on_free(exec)` runs on the slot thread when an execution ends, before its final frame is
+  // sent, so the worker can route the next start to this slot.
+  Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free);
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+  // Starts the thread and blocks until its isolate and first context are warm.
+  void start();
+
+  // Queues an input; thread-safe.
+  void post(SlotInput input);
+
+  // Called by the watchdog: terminates the running execution if it passed its CPU or wall
+  // limit at `now`. Returns whether an execution is running.
+  bool check_limits(std::chrono::steady_clock::time_point now);
+
+  // Records why the running execution must end (the first reason wins) and terminates its
+  // JavaScript. Thread-safe.
+  void kill(FailureKind kind, std::string message);
+
+  // The execution running on the calling thread's slot, for the fatal OOM handler.
+  static void report_fatal_oom(const char* location);
+
+ private:
+  struct Execution;
+  using Outcome = wire::Message;  // Completed or Failed
+
+  static void* thread_entry(void* self);
+  void thread_main();
+  void new_isolate(std::uint64_t heap_bytes);
+  void warm();
+  void run(wire::Start start);
+  Outcome execute(Execution& e, v8::Local<v8::Context> context);
+  std::optional<Outcome> settle(Execution& e, v8::Local<v8::Context> context,
+                                v8::Local<v8::Promise> promise);
+  std::optional<Outcome> next_replay_input(Execution& e, v8::Local<v8::Context> context);
+  std::optional<Outcome> deliver(Execution& e, v8::Local<v8::Context> context, const JournalEntry& input);
+  std::optional<Outcome> killed();
+  Outcome fail_with_exception(Execution& e, v8::Local<v8::Context> context,
+                              v8::Local<v8::Value> exception);
+  void drain();
+  void set_wall_deadline(const Execution& e);
+
+  static void js_call(const v8::FunctionCallbackInfo<v8::Value>& info);
+  static void js_log(const v8::FunctionCallbackInfo<v8::Value>& info);
+  static void js_emit(const v8::FunctionCallbackInfo<v8::Value>& info);
+  static void js_timer_set(const v8::FunctionCallbackInfo<v8::Value>& info);
+  static void js_timer_clear(const v8::FunctionCallbackInfo<v8::Value>& info);
+  static std::size_t near_heap_limit(void* data, std::size_t current, std::size_t initial);
+
+  Channel& channel_;
+  v8::Platform& platform_;
+  std::function<void(std::uint64_t)> on_free_;
+  pthread_t thread_{};
+
+  // Inputs from the reader thread.
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<SlotInput> queue_;
+  bool warm_ready_ = false;
+  std::deque<wire::Start> deferred_;  // slot thread only
+
+  // The isolate and what lives in it; touched only on the slot thread.
+  v8::Isolate* isolate_ = nullptr;
+  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator_;
+  std::shared_ptr<ArrayBufferBudget> budget_;
+  std::unique_ptr<SourcePreparer> preparer_;
+  std::uint64_t heap_bytes_ = 0;
+  bool isolate_spent_ = false;  // hit its heap limit: replace it before the next execution
+  struct Warm {
+    v8::Global<v8::Context> context;
+    v8::Global<v8::Function> init;
+    v8::Global<v8::Function> fire;
+  };
+  std::optional<Warm> warm_;
+  Execution* current_ = nullptr;
+
+  // Shared with the watchdog and kill(), under kill_mutex_.
+  std::mutex kill_mutex_;
+  bool running_ = false;
+  clockid_t cpu_clock_{};
+  std::int64_t cpu_start_ns_ = 0;
+  std::int64_t cpu_limit_ns_ = 0;
+  std::uint64_t cpu_limit_ms_ = 0;
+  std::uint64_t wall_limit_ms_ = 0;
+  std::chrono::steady_clock::time_point wall_deadline_ = std::chrono::steady_clock::time_point::max();
+  std::optional<std::pair<FailureKind, std::string>> kill_;
+};
+
+}  // namespace dorm::engine::sandbox

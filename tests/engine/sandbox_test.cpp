@@ -1,0 +1,244 @@
+// The sandbox, tried as hostile code and as an unlucky operator would: escape attempts from
+// inside an execution, a worker killed mid-execution, the seccomp filter, and a worker that
+// breaks the protocol. Every case runs against real dorm-engine-worker processes.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "dorm/engine/pool.hpp"
+#include "engine_harness.hpp"
+
+using namespace dorm::engine;
+using dorm::engine::testing::Recorder;
+
+namespace {
+
+std::unique_ptr<Pool> make_pool(unsigned workers, unsigned slots, std::string worker = DORM_ENGINE_WORKER) {
+  PoolOptions options;
+  options.worker_path = std::move(worker);
+  options.workers = workers;
+  options.slots_per_worker = slots;
+  options.keep_worker_stderr = true;
+  auto created = Pool::create(options);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  return std::move(*created);
+}
+
+Limits limits() {
+  Limits l;
+  l.heap_bytes = 32ull << 20;
+  l.cpu_ms = 1'000;
+  l.wall_ms = 10'000;
+  return l;
+}
+
+std::shared_ptr<Recorder> run(Pool& pool, const std::string& source, Limits l = limits()) {
+  auto rec = std::make_shared<Recorder>([](const ToolCallEntry&) {
+    return std::make_optional(std::make_pair(true, std::string("{}")));
+  });
+  auto started = pool.start(ExecutionRequest{"sandbox", source, l, {}}, rec);
+  REQUIRE(started.ok());
+  rec->attach(*started);
+  REQUIRE(rec->wait_done());
+  return rec;
+}
+
+std::string result(Pool& pool, const std::string& source) {
+  auto rec = run(pool, source);
+  INFO((rec->failure ? rec->failure->second : ""));
+  REQUIRE(rec->result);
+  return *rec->result;
+}
+
+// Runs the worker binary with --probe-syscall and returns its wait status and output. The
+// output goes through a pipe: the worker's RLIMIT_FSIZE of 0 forbids writing a file.
+std::pair<int, std::string> probe(const std::string& call) {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  std::string worker = DORM_ENGINE_WORKER;
+  std::string flag = "--probe-syscall";
+  char* argv[] = {worker.data(), flag.data(), const_cast<char*>(call.c_str()), nullptr};
+  pid_t pid = -1;
+  int spawned = posix_spawn(&pid, worker.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  REQUIRE(spawned == 0);
+  std::string text;
+  char buffer[4096];
+  ssize_t n;
+  // The probe ends in well under a second; a stuck one is killed below by its deadline.
+  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL("the probe did not finish");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {status, text};
+}
+
+}  // namespace
+
+TEST_CASE("sandbox: no process, require, modules, WebAssembly or shared memory") {
+  auto pool = make_pool(1, 1);
+  CHECK(result(*pool, "return [typeof process, typeof require, typeof module, typeof WebAssembly, "
+                      "typeof SharedArrayBuffer, typeof Atomics, typeof gc, typeof d8]") ==
+        R"(["undefined","undefined","undefined","undefined","undefined","undefined","undefined","undefined"])");
+  std::string imported = result(*pool, "try { await import('fs'); return 'imported' } catch (e) { return e.message }");
+  CHECK(imported.find("not available in dorm's engine") != std::string::npos);
+  // %-natives syntax is off: it does not even parse.
+  CHECK(run(*pool, "return %GetOptimizationStatus(() => 1)")->failure_kind() == FailureKind::syntax_error);
+}
+
+TEST_CASE("sandbox: eval and new Function run inside the same limits") {
+  auto pool = make_pool(1, 1);
+  CHECK(result(*pool, "return eval('1 + 1') + new Function('return 40')()") == "42");
+  auto rec = run(*pool, "while (true) new Function('return 1')()");
+  CHECK(rec->failure_kind() == FailureKind::cpu_limit);
+}
+
+TEST_CASE("sandbox: prototype pollution does not leak into the next execution") {
+  auto pool = make_pool(1, 1);  // one slot: the next execution runs in the same isolate
+  result(*pool,
+         "Object.prototype.polluted = 'yes'; Array.prototype.push = null; JSON.stringify = () => 'owned';"
+         "globalThis.leftover = 1; return 0");
+  CHECK(result(*pool, "return [({}).polluted, typeof [].push, JSON.stringify({a: 1}), typeof leftover]") ==
+        R"([null,"function","{\"a\":1}","undefined"])");
+}
+
+TEST_CASE("sandbox: a script that breaks the builtins it was given cannot break the bridge") {
+  auto pool = make_pool(1, 1);
+  CHECK(result(*pool,
+               "JSON.parse = () => 'forged'; JSON.stringify = () => '{}'; Array.prototype.join = null;"
+               "const r = await tools.x({a: 1}); console.log('still', 'logging'); return typeof r") == R"("object")");
+}
+
+TEST_CASE("sandbox: a worker killed mid-execution fails exactly its executions") {
+  auto pool = make_pool(2, 1);
+  auto a = std::make_shared<Recorder>();
+  auto b = std::make_shared<Recorder>();
+  auto ea = pool->start(ExecutionRequest{"a", "await tools.hold(); return 'a'", limits(), {}}, a);
+  auto eb = pool->start(ExecutionRequest{"b", "await tools.hold(); return 'b'", limits(), {}}, b);
+  REQUIRE(ea.ok());
+  REQUIRE(eb.ok());
+  REQUIRE(a->wait_calls(1));
+  REQUIRE(b->wait_calls(1));
+  auto pa = pool->worker_of(**ea);
+  auto pb = pool->worker_of(**eb);
+  REQUIRE(pa);
+  REQUIRE(pb);
+  REQUIRE(*pa != *pb);
+  REQUIRE(kill(*pa, SIGKILL) == 0);
+  REQUIRE(a->wait_done());
+  CHECK(a->failure_kind() == FailureKind::engine_crashed);
+  CHECK(a->failure->second.find("SIGKILL") != std::string::npos);
+  (*eb)->deliver_tool_result(1, true, "{}");
+  REQUIRE(b->wait_done());
+  CHECK(b->result == std::optional<std::string>(R"("b")"));
+  // The pool replaces the dead worker and keeps serving.
+  CHECK(result(*pool, "return 'after'") == R"("after")");
+  CHECK(pool->stats().workers_lost == 1);
+}
+
+TEST_CASE("sandbox: a worker that dies on V8's fatal OOM path costs only that worker") {
+  auto pool = make_pool(1, 1);
+  Limits l = limits();
+  l.heap_bytes = 16ull << 20;
+  l.cpu_ms = 20'000;
+  // A single huge allocation that the near-heap-limit callback cannot stop.
+  auto rec = run(*pool, "const a = new Array(5e7).fill(1.5); return a.length", l);
+  REQUIRE(rec->failure);
+  bool contained = rec->failure->first == FailureKind::memory_limit || rec->failure->first == FailureKind::engine_crashed;
+  CHECK(contained);
+  CHECK(result(*pool, "return 'alive'") == R"("alive")");
+}
+
+TEST_CASE("sandbox: the seccomp filter is active after start-up") {
+  SUBCASE("a network socket kills the worker") {
+    auto [status, out] = probe("socket");
+    INFO(out);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGSYS);
+  }
+  SUBCASE("starting a program kills the worker") {
+    auto [status, out] = probe("execve");
+    INFO(out);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGSYS);
+  }
+  SUBCASE("forking kills the worker") {
+    auto [status, out] = probe("fork");
+    INFO(out);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGSYS);
+  }
+  SUBCASE("opening a file fails without opening it") {
+    auto [status, out] = probe("openat");
+    CHECK(WIFEXITED(status));
+    CHECK(out.find("openat failed errno 13") != std::string::npos);
+  }
+}
+
+TEST_CASE("sandbox: a worker that breaks the protocol is killed and its executions fail") {
+  // A fake worker: says ready, waits for a start, then answers with a frame for an execution
+  // it was never given.
+  auto dir = std::filesystem::temp_directory_path() / ("dorm-fake-worker-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto script = dir / "worker.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/bash\n"
+           "printf '\\x05\\x00\\x00\\x00\\x10\\x01\\x00\\x00\\x00' >&3\n"
+           "head -c 4 <&3 >/dev/null\n"
+           "printf '\\x09\\x00\\x00\\x00\\x18\\x63\\x00\\x00\\x00\\x00\\x00\\x00\\x00' >&3\n"   // a pong: fine
+           "printf '\\x0d\\x00\\x00\\x00\\x16\\x63\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00' >&3\n"
+           "exec sleep 30\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  auto pool = make_pool(1, 1, script.string());
+  auto rec = std::make_shared<Recorder>();
+  auto started = pool->start(ExecutionRequest{"victim", "return 1", limits(), {}}, rec);
+  REQUIRE(started.ok());
+  REQUIRE(rec->wait_done());
+  CHECK(rec->failure_kind() == FailureKind::engine_crashed);
+  CHECK(rec->failure->second.find("broke the engine protocol") != std::string::npos);
+  CHECK(pool->stats().workers_lost >= 1);
+  pool.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("sandbox: workers are recycled after their quota of executions") {
+  PoolOptions options;
+  options.worker_path = DORM_ENGINE_WORKER;
+  options.workers = 1;
+  options.slots_per_worker = 1;
+  options.recycle_after = 3;
+  auto created = Pool::create(options);
+  REQUIRE(created.ok());
+  auto& pool = **created;
+  auto first = pool.worker_pids();
+  for (int i = 0; i < 7; ++i) CHECK(result(pool, "return " + std::to_string(i)) == std::to_string(i));
+  CHECK(pool.stats().workers_spawned >= 3);
+  CHECK(pool.stats().workers_lost == 0);
+  CHECK(pool.worker_pids() != first);
+}
