@@ -224,6 +224,8 @@ class PoolImpl final : public Pool {
     post([] {});
   }
 
+  bool on_pool_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+
   // Runs `fn` on the pool thread.
   void post(std::function<void()> fn) {
     {
@@ -792,6 +794,12 @@ class PoolImpl final : public Pool {
 
 void ExecutionImpl::deliver_tool_result(std::uint32_t seq, bool ok, std::string value) {
   auto self = shared_from_this();
+  // An observer that answers from its callback is already on the pool thread: deliver now
+  // rather than wake the loop for it.
+  if (pool_.on_pool_thread()) {
+    pool_.deliver(self, seq, ok, std::move(value));
+    return;
+  }
   pool_.post([self, seq, ok, value = std::move(value)]() mutable {
     self->pool_.deliver(self, seq, ok, std::move(value));
   });

@@ -2,6 +2,7 @@
 // inside an execution, a worker killed mid-execution, the seccomp filter, and a worker that
 // breaks the protocol. Every case runs against real dorm-engine-worker processes.
 #include <doctest/doctest.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -80,12 +81,20 @@ std::pair<int, std::string> probe(const std::string& call) {
   REQUIRE(spawned == 0);
   std::string text;
   char buffer[4096];
-  ssize_t n;
-  // The probe ends in well under a second; a stuck one is killed below by its deadline.
-  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  // The probe ends in well under a second; 30 s bounds a stuck one on a loaded machine.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    pollfd readable{pipe_fds[0], POLLIN, 0};
+    if (poll(&readable, 1, 100) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) break;
+      continue;
+    }
+    ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
   close(pipe_fds[0]);
   int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);

@@ -8,6 +8,7 @@
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
 #include "bench/boot_bench.hpp"
+#include "bench/engine_bench.hpp"
 #include "bench/eviction_bench.hpp"
 #include "bench/runtime_bench.hpp"
 #include "bench/storage_bench.hpp"
@@ -181,6 +182,21 @@ int main(int argc, char** argv) {
   bench_fill->add_option("dir", fill_dir)->required();
 #endif
 
+#ifdef DORM_WITH_BENCH
+  dorm::bench::EngineBenchOptions engine_bench;
+  auto* bench_engine = bench_cmd->add_subcommand(
+      "engine", "The engine pool against bare V8 and the original system's QuickJS engine shape");
+  bench_engine->add_option("--rounds", engine_bench.rounds, "Interleaved rounds (median over them)")
+      ->capture_default_str();
+  bench_engine->add_option("--runs", engine_bench.trivial_runs, "Trivial executions per subject and round")
+      ->capture_default_str();
+  bench_engine->add_option("--tool-runs", engine_bench.tool_runs, "100-tool-call executions per round")
+      ->capture_default_str();
+  bench_engine->add_option("--quickjs-dir", engine_bench.quickjs_dir,
+                           "A copy of ../shared/peers/quickjs-engine with `npm install` done (omit to skip it)");
+  bench_engine->add_option("--worker", engine_bench.worker_path, "The dorm-engine-worker executable");
+#endif
+
   CLI11_PARSE(app, argc, argv);
   // Both were checked against the same lists by CLI11 above.
   dorm::log::configure(*dorm::log::parse_format(log_format), *dorm::log::parse_level(log_level));
@@ -197,6 +213,7 @@ int main(int argc, char** argv) {
     if (bench_eviction->parsed()) return dorm::bench::run_eviction_bench(eviction_bench);
     if (bench_runtime->parsed()) return dorm::bench::run_runtime_bench(runtime_bench);
     if (bench_boot->parsed()) return dorm::bench::run_boot_bench(boot_bench);
+    if (bench_engine->parsed()) return dorm::bench::run_engine_bench(engine_bench);
   } catch (const std::exception& e) {
     dorm::log::error("benchmark_failed", {{"error", e.what()}});
     return 1;

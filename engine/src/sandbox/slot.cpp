@@ -123,7 +123,8 @@ void Slot::thread_main() {
   t_slot = this;
   pthread_getcpuclockid(pthread_self(), &cpu_clock_);
   new_isolate(Limits{}.heap_bytes);
-  warm();
+  make_warm();
+  warm_idle_.store(true, std::memory_order_release);
   {
     std::lock_guard lock(queue_mutex_);
     warm_ready_ = true;
@@ -179,7 +180,7 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   preparer_ = std::make_unique<SourcePreparer>(isolate_);
 }
 
-void Slot::warm() {
+void Slot::make_warm() {
   v8::Isolate::Scope isolate_scope(isolate_);
   v8::HandleScope handles(isolate_);
   v8::Local<v8::Context> context = v8::Context::New(isolate_);
@@ -211,8 +212,9 @@ void Slot::warm() {
 void Slot::run(wire::Start start) {
   if (start.limits.heap_bytes != heap_bytes_ || isolate_spent_) {
     new_isolate(start.limits.heap_bytes);
-    warm();
+    make_warm();
   }
+  warm_idle_.store(false, std::memory_order_release);
   Execution e;
   e.exec = start.exec;
   e.id = std::move(start.id);
@@ -238,6 +240,7 @@ void Slot::run(wire::Start start) {
   }
 
   current_ = &e;
+  const std::size_t array_buffers_at_start = budget_->used.load();
   {
     std::lock_guard lock(kill_mutex_);
     kill_.reset();
@@ -291,11 +294,15 @@ void Slot::run(wire::Start start) {
   // execution is charged, and have the next context ready.
   if (isolate_spent_) {
     new_isolate(heap_bytes_);
-  } else if (budget_->used.load() > 0) {
+  } else if (budget_->used.load() > array_buffers_at_start) {
+    // The execution's ArrayBuffers are garbage now, but stay charged until a GC frees them;
+    // collect so the next execution gets the whole budget. (The source preparer keeps a few
+    // buffers of its own for good: they are the baseline, not garbage.)
     v8::Isolate::Scope isolate_scope(isolate_);
     isolate_->LowMemoryNotification();
   }
-  warm();
+  make_warm();
+  warm_idle_.store(true, std::memory_order_release);
 }
 
 void Slot::set_wall_deadline(const Execution& e) {

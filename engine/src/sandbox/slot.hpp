@@ -54,6 +54,10 @@ class Slot {
   // Queues an input; thread-safe.
   void post(SlotInput input);
 
+  // Whether the next context is ready and no execution runs: a start routed here begins at
+  // once. Thread-safe.
+  bool warm() const { return warm_idle_.load(std::memory_order_acquire); }
+
   // Called by the watchdog: terminates the running execution if it passed its CPU or wall
   // limit at `now`. Returns whether an execution is running.
   bool check_limits(std::chrono::steady_clock::time_point now);
@@ -72,7 +76,7 @@ class Slot {
   static void* thread_entry(void* self);
   void thread_main();
   void new_isolate(std::uint64_t heap_bytes);
-  void warm();
+  void make_warm();
   void run(wire::Start start);
   Outcome execute(Execution& e, v8::Local<v8::Context> context);
   std::optional<Outcome> settle(Execution& e, v8::Local<v8::Context> context,
@@ -102,6 +106,7 @@ class Slot {
   std::condition_variable queue_cv_;
   std::deque<SlotInput> queue_;
   bool warm_ready_ = false;
+  std::atomic<bool> warm_idle_{false};
   std::deque<wire::Start> deferred_;  // slot thread only
 
   // The isolate and what lives in it; touched only on the slot thread.

@@ -102,13 +102,14 @@ class Worker {
       {
         std::lock_guard lock(mutex_);
         if (routes_.count(start->exec) == 0) {
+          // A free slot whose next context is already warm starts at once; a free slot still
+          // warming up (it just finished an execution) only after that.
           for (auto& s : slots_) {
             bool taken = false;
             for (auto& [exec, owner] : routes_) taken = taken || owner == s.get();
-            if (!taken) {
-              slot = s.get();
-              break;
-            }
+            if (taken) continue;
+            if (slot == nullptr || (!slot->warm() && s->warm())) slot = s.get();
+            if (slot->warm()) break;
           }
           if (slot != nullptr) routes_[start->exec] = slot;
         }

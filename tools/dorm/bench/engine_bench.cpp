@@ -1,0 +1,329 @@
+// `dorm bench engine`: what an `execute` costs, measured three ways in one run, interleaved
+// round by round:
+//   dorm  — engine::Pool: two sandboxed worker processes, frames over a socketpair, a warm
+//           context per execution;
+//   bare  — V8 in this process: a context created in an already-entered isolate, the same
+//           async wrapper, no worker, no IPC, no limits (the floor dorm pays its sandbox on);
+//   qjs   — the original system's shape: QuickJS in WebAssembly with a new runtime per
+//           execution (the peer's own bench.mjs, run with node for each round).
+// Each figure is the median over rounds. Nothing here is asserted: the numbers go to
+// docs/benchmarks.md.
+#include "engine_bench.hpp"
+
+#include <libplatform/libplatform.h>
+#include <v8.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "bench_stats.hpp"
+#include "dorm/engine/pool.hpp"
+#include "dorm/engine/v8_process.hpp"
+
+namespace dorm::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Waits for one execution's end; answers every tool call at once with {"n": seq}.
+class Waiter final : public engine::ExecutionObserver {
+ public:
+  std::weak_ptr<engine::Execution> exec;
+  void on_tool_call(const engine::ToolCallEntry& call) override {
+    if (auto e = exec.lock()) e->deliver_tool_result(call.seq, true, "{\"n\":" + std::to_string(call.seq) + "}");
+    else pending_.push_back(call.seq);
+  }
+  void on_completed(std::string_view json) override { end(std::string(json), {}); }
+  void on_failed(engine::FailureKind kind, std::string_view message) override {
+    end({}, std::string(engine::to_string(kind)) + ": " + std::string(message));
+  }
+  void attach(std::shared_ptr<engine::Execution> e) {
+    exec = e;
+    for (auto seq : pending_) e->deliver_tool_result(seq, true, "{\"n\":" + std::to_string(seq) + "}");
+  }
+  // Returns the result JSON, or "!kind: message".
+  std::string wait() {
+    std::unique_lock lock(mutex_);
+    if (!cv_.wait_for(lock, std::chrono::minutes(2), [&] { return done_; })) give_up_waiting("an execution");
+    return failure_.empty() ? result_ : "!" + failure_;
+  }
+  Clock::time_point ended_at() {
+    std::lock_guard lock(mutex_);
+    return ended_;
+  }
+
+ private:
+  void end(std::string result, std::string failure) {
+    {
+      std::lock_guard lock(mutex_);
+      result_ = std::move(result);
+      failure_ = std::move(failure);
+      ended_ = Clock::now();
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::vector<std::uint32_t> pending_;  // calls before attach (pool thread only, before attach)
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string result_, failure_;
+  Clock::time_point ended_;
+};
+
+struct Started {
+  std::shared_ptr<Waiter> waiter;
+  std::shared_ptr<engine::Execution> exec;
+};
+
+Started start(engine::Pool& pool, const std::string& code, engine::Limits limits = {},
+              std::optional<engine::Journal> journal = {}) {
+  auto waiter = std::make_shared<Waiter>();
+  auto started = pool.start({"bench", code, limits, std::move(journal)}, waiter);
+  if (!started) give_up_waiting(started.error().describe().c_str());
+  waiter->attach(*started);
+  return {waiter, *started};
+}
+
+std::string run(engine::Pool& pool, const std::string& code, engine::Limits limits = {}) {
+  return start(pool, code, limits).waiter->wait();
+}
+
+struct Latency {
+  double p50 = 0, p99 = 0, per_s = 0;
+};
+
+Latency sequential(engine::Pool& pool, const std::string& code, int runs, const std::string& expect) {
+  std::vector<double> lat;
+  auto t0 = Clock::now();
+  for (int i = 0; i < runs; ++i) {
+    auto t = Clock::now();
+    std::string r = run(pool, code);
+    lat.push_back(ms_since(t));
+    if (r != expect) give_up_waiting(("unexpected result " + r).c_str());
+  }
+  return {percentile(lat, 50), percentile(lat, 99), runs / seconds_since(t0)};
+}
+
+double concurrent(engine::Pool& pool, const std::string& code, int runs, int in_flight) {
+  auto t0 = Clock::now();
+  std::vector<Started> window;
+  int started = 0;
+  while (started < runs || !window.empty()) {
+    while (started < runs && static_cast<int>(window.size()) < in_flight) {
+      window.push_back(start(pool, code));
+      ++started;
+    }
+    window.front().waiter->wait();
+    window.erase(window.begin());
+  }
+  return runs / seconds_since(t0);
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+// ---- bare V8: the same wrapper in a context of an already-entered isolate ----
+
+class BareV8 {
+ public:
+  BareV8() {
+    engine::v8_platform();
+    allocator_.reset(v8::ArrayBuffer::Allocator::NewDefaultAllocator());
+    v8::Isolate::CreateParams params;
+    params.array_buffer_allocator = allocator_.get();
+    isolate_ = v8::Isolate::New(params);
+    isolate_->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
+  }
+  ~BareV8() { isolate_->Dispose(); }
+
+  Latency trivial(int runs) {
+    v8::Isolate::Scope scope(isolate_);
+    std::vector<double> lat;
+    auto t0 = Clock::now();
+    for (int i = 0; i < runs; ++i) {
+      auto t = Clock::now();
+      v8::HandleScope handles(isolate_);
+      auto context = v8::Context::New(isolate_);
+      v8::Context::Scope cs(context);
+      auto src = v8::String::NewFromUtf8Literal(isolate_, "(async () => {\"use strict\";\nreturn 1\n})()");
+      auto value = v8::Script::Compile(context, src).ToLocalChecked()->Run(context).ToLocalChecked();
+      isolate_->PerformMicrotaskCheckpoint();
+      auto json = v8::JSON::Stringify(context, value.As<v8::Promise>()->Result()).ToLocalChecked();
+      if (json->Length() != 1) give_up_waiting("bare V8 returned something else");
+      lat.push_back(ms_since(t));
+    }
+    return {percentile(lat, 50), percentile(lat, 99), runs / seconds_since(t0)};
+  }
+
+ private:
+  std::unique_ptr<v8::ArrayBuffer::Allocator> allocator_;
+  v8::Isolate* isolate_;
+};
+
+// ---- the QuickJS peer: node bench.mjs, one JSON line per case ----
+
+std::map<std::string, std::map<std::string, double>> quickjs_round(const std::string& dir, int runs) {
+  std::map<std::string, std::map<std::string, double>> out;
+  std::string cmd = "cd '" + dir + "' && node bench.mjs --runs " + std::to_string(runs) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char line[1024];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string s(line);
+    auto field = [&](const std::string& key) -> double {
+      auto at = s.find("\"" + key + "\":");
+      return at == std::string::npos ? -1 : std::atof(s.c_str() + at + key.size() + 3);
+    };
+    std::string name = s.find("trivial") != std::string::npos    ? "trivial"
+                       : s.find("100 sequential") != std::string::npos ? "tools100"
+                       : s.find("memory bomb") != std::string::npos     ? "bomb"
+                                                                        : "";
+    if (name.empty()) continue;
+    out[name] = {{"p50", field("p50_ms")}, {"p99", field("p99_ms")}, {"per_s", field("per_s")}, {"ms", field("ms")}};
+  }
+  pclose(p);
+  return out;
+}
+
+std::string tool_loop(int calls) {
+  return "let s = 0; for (let i = 0; i < " + std::to_string(calls) +
+         "; i++) { const r = await tools.echo({i}); s += r.n; } return s;";
+}
+
+}  // namespace
+
+int run_engine_bench(const EngineBenchOptions& o) {
+  engine::PoolOptions options;
+  options.worker_path = o.worker_path.empty() ? engine::default_worker_path() : o.worker_path;
+  options.workers = 2;
+  options.slots_per_worker = 8;
+  options.keep_worker_stderr = std::getenv("DORM_BENCH_WORKER_STDERR") != nullptr;
+  auto created = engine::Pool::create(options);
+  if (!created) {
+    std::fprintf(stderr, "%s\n", created.error().describe().c_str());
+    return 1;
+  }
+  engine::Pool& pool = **created;
+  BareV8 bare;
+  const std::string tools100 = tool_loop(100);
+  const std::string tools100_result = "5050";
+
+  std::vector<double> d_p50, d_p99, d_c1, d_c16, b_p50, b_p99, b_c1, q_p50, q_p99, q_c1;
+  std::vector<double> d_tools_p50, d_tools_s, q_tools_p50, q_tools_s, d_bomb, q_bomb, d_term;
+  std::map<int, std::vector<double>> replay_ms;
+  for (int round = 0; round < o.rounds; ++round) {
+    // dorm
+    for (int i = 0; i < 50; ++i) run(pool, "return 1");  // warm every slot's JIT a little
+    Latency d = sequential(pool, "return 1", o.trivial_runs, "1");
+    d_p50.push_back(d.p50);
+    d_p99.push_back(d.p99);
+    d_c1.push_back(d.per_s);
+    d_c16.push_back(concurrent(pool, "return 1", o.trivial_runs * 2, 16));
+    Latency dt = sequential(pool, tools100, o.tool_runs, tools100_result);
+    d_tools_p50.push_back(dt.p50);
+    d_tools_s.push_back(dt.per_s);
+    {
+      auto t = Clock::now();
+      std::string r = run(pool, "const a = []; while (true) a.push('x'.repeat(1024));");
+      d_bomb.push_back(ms_since(t));
+      if (r.rfind("!memory_limit", 0) != 0) std::fprintf(stderr, "memory bomb ended as %s\n", r.substr(0, 80).c_str());
+    }
+    {
+      engine::Limits l;
+      l.cpu_ms = 100;
+      auto t = Clock::now();
+      auto s = start(pool, "while (true) {}", l);
+      std::string r = s.waiter->wait();
+      d_term.push_back(std::chrono::duration<double, std::milli>(s.waiter->ended_at() - t).count() - 100.0);
+      if (r.rfind("!cpu_limit", 0) != 0) std::fprintf(stderr, "while(true) ended as %s\n", r.substr(0, 80).c_str());
+    }
+    for (int calls : {10, 100, 1000}) {
+      engine::Limits l;
+      l.tool_calls = 1000;
+      auto live = start(pool, tool_loop(calls), l);
+      live.waiter->wait();
+      auto t = Clock::now();
+      auto again = start(pool, tool_loop(calls), l, live.exec->journal());
+      again.waiter->wait();
+      replay_ms[calls].push_back(ms_since(t));
+    }
+    // bare V8
+    Latency b = bare.trivial(o.trivial_runs);
+    b_p50.push_back(b.p50);
+    b_p99.push_back(b.p99);
+    b_c1.push_back(b.per_s);
+    // QuickJS peer
+    if (!o.quickjs_dir.empty()) {
+      auto q = quickjs_round(o.quickjs_dir, o.trivial_runs);
+      q_p50.push_back(q["trivial"]["p50"]);
+      q_p99.push_back(q["trivial"]["p99"]);
+      q_c1.push_back(q["trivial"]["per_s"]);
+      q_tools_p50.push_back(q["tools100"]["p50"]);
+      q_tools_s.push_back(q["tools100"]["per_s"]);
+      q_bomb.push_back(q["bomb"]["ms"]);
+    }
+    std::fprintf(stderr, "round %d done\n", round + 1);
+  }
+
+  // Memory: one worker with one slot, then with nine; the difference over eight slots is
+  // what a warm idle isolate (with its context and source preparer) costs.
+  long worker1 = 0, worker9 = 0;
+  for (unsigned slots : {1u, 9u}) {
+    engine::PoolOptions m = options;
+    m.workers = 1;
+    m.slots_per_worker = slots;
+    auto p = engine::Pool::create(m);
+    if (!p) return 1;
+    for (int i = 0; i < 20; ++i) run(**p, "return 1");
+    long rss = rss_kib((*p)->worker_pids().at(0));
+    (slots == 1 ? worker1 : worker9) = rss;
+  }
+
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  std::printf("dorm bench engine: %d rounds, medians; %d trivial runs, %d runs of 100 tool calls per round\n",
+              o.rounds, o.trivial_runs, o.tool_runs);
+  std::printf("%-44s %10s %10s %10s\n", "case", "dorm", "bare V8", "QuickJS");
+  auto row = [&](const char* name, double d, double b, double q) {
+    std::printf("%-44s %10.3f %10s %10s\n", name, d, b >= 0 ? std::to_string(b).substr(0, 8).c_str() : "-",
+                q >= 0 ? std::to_string(q).substr(0, 8).c_str() : "-");
+  };
+  bool qjs = !q_c1.empty();
+  row("trivial p50 ms (concurrency 1)", median(d_p50), median(b_p50), qjs ? median(q_p50) : -1);
+  row("trivial p99 ms (concurrency 1)", median(d_p99), median(b_p99), qjs ? median(q_p99) : -1);
+  row("trivial executions/s (concurrency 1)", median(d_c1), median(b_c1), qjs ? median(q_c1) : -1);
+  row("trivial executions/s (concurrency 16)", median(d_c16), -1, qjs ? median(q_c1) : -1);
+  row("100 sequential tool calls p50 ms", median(d_tools_p50), -1, qjs ? median(q_tools_p50) : -1);
+  row("100 sequential tool calls executions/s", median(d_tools_s), -1, qjs ? median(q_tools_s) : -1);
+  row("memory bomb to its error ms", median(d_bomb), -1, qjs ? median(q_bomb) : -1);
+  row("while(true): error ms after the CPU limit", median(d_term), -1, -1);
+  for (auto& [calls, v] : replay_ms) {
+    row(("replay of " + std::to_string(calls) + " journaled calls ms").c_str(), median(v), -1, -1);
+  }
+  std::printf("%-44s %10ld\n", "worker RSS KiB (1 warm slot)", worker1);
+  std::printf("%-44s %10.0f\n", "RSS KiB per extra warm idle isolate", (worker9 - worker1) / 8.0);
+  if (qjs) {
+    std::printf("\nratios: trivial p50 dorm/QuickJS %.2f; executions/s at 16 dorm/QuickJS %.2f; "
+                "100 tool calls p50 dorm/QuickJS %.2f; memory bomb QuickJS/dorm %.1fx\n",
+                ratio(median(d_p50), median(q_p50)), ratio(median(d_c16), median(q_c1)),
+                ratio(median(d_tools_p50), median(q_tools_p50)), ratio(median(q_bomb), median(d_bomb)));
+  }
+  std::printf("ratio: trivial p50 dorm/bare V8 %.2f\n", ratio(median(d_p50), median(b_p50)));
+  return 0;
+}
+
+}  // namespace dorm::bench
