@@ -23,10 +23,7 @@ caf::behavior AlarmScheduler::make_behavior() {
         armed_ms_.reset();
         tick();
       },
-      [this](const AlarmChanged& c) {
-        if (c.index_key < cursor_) cursor_ = c.index_key;
-        tick();
-      },
+      [this](const AlarmChanged& c) { changed(c); },
       [this](const AlarmDone& d) { done(d); },
   };
 }
@@ -42,6 +39,21 @@ std::int64_t AlarmScheduler::jittered_delay_ms(int failed_attempt) {
   std::uniform_real_distribution<double> jitter(0.75, 1.25);
   return static_cast<std::int64_t>(static_cast<double>(alarm_retry_base_ms(failed_attempt)) *
                                    jitter(rng_));
+}
+
+// A committed alarm set costs no store access unless it is already due: its due time is
+// in its index key, so the scheduler only moves its timer earlier when needed. Rescanning
+// here made every re-arm step over the deleted entries of all re-arms since the last
+// compaction (O(n) per change, O(n^2) under load); the scan now runs only when a timer
+// fires, and leaves its cursor past what it stepped over.
+void AlarmScheduler::changed(const AlarmChanged& c) {
+  if (c.index_key < cursor_) cursor_ = c.index_key;
+  auto key = decode_index_key(c.index_key);
+  if (!key || key->due_ms <= impl_->clock->now_ms()) {
+    tick();
+    return;
+  }
+  arm(key->due_ms);
 }
 
 void AlarmScheduler::tick() {

@@ -107,6 +107,10 @@ Result<std::vector<std::optional<std::string>>> FaultyBackend::get_many(
 
 Result<std::vector<KeyValue>> FaultyBackend::scan(const ScanOptions& options) {
   delay();
+  {
+    std::lock_guard lock(mutex_);
+    ++counters_.scans;
+  }
   if (next_read_fails()) return injected("scan failed");
   return BackendWrapper::scan(options);
 }

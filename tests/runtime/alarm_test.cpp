@@ -162,6 +162,32 @@ TEST_CASE("alarms: fire at their due time; named alarms are independent; moves a
   f.expected_active = 1;
 }
 
+TEST_CASE("alarms: moving an alarm that is not due reads no index; the scan runs when a timer fires") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  for (int i = 0; i < 20; ++i) f.ask(dorm::testing::numbered("o", i), set_atom::value, std::string("idle"), t0 + 60'000);
+  f.runtime->run_until_idle();
+  auto before = f.faulty.counters();
+  // 1,000 re-arms, each later than the last, as a busy session's idle alarm would be: none of
+  // them may make the scheduler scan (a scan per re-arm is what went quadratic under load).
+  for (int round = 1; round <= 50; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      f.ask(dorm::testing::numbered("o", i), set_atom::value, std::string("idle"), t0 + 60'000 + round * 10);
+    }
+  }
+  f.runtime->run_until_idle();
+  CHECK(f.faulty.counters().scans == before.scans);
+  CHECK(f.alarm_index_size() == 20);
+  CHECK(f.world.firings.empty());
+  // Each alarm fires once, at its last due time.
+  f.run_until(t0 + 60'000 + 50 * 10);
+  CHECK(f.world.firings.size() == 20);
+  for (const auto& firing : f.world.firings) CHECK(firing.scheduled == t0 + 60'000 + 500);
+  CHECK(f.faulty.counters().scans > before.scans);
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 20;
+}
+
 TEST_CASE("alarms: a time in the past fires as soon as the turn commits") {
   AlarmFixture f;
   const std::int64_t t0 = f.clock.now_ms();

@@ -48,6 +48,7 @@ class FaultyBackend final : public BackendWrapper {
     std::uint64_t failed_commits = 0;    // reported failed, nothing applied
     std::uint64_t durable_failures = 0;  // reported failed, applied
     std::uint64_t reads = 0;             // read calls
+    std::uint64_t scans = 0;             // scan calls (also counted in reads)
     std::uint64_t failed_reads = 0;
   };
   Counters counters() const;
