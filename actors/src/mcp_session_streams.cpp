@@ -160,12 +160,20 @@ void McpSession::resume(const SessionCall& call) {
   open_connection(cursor->stream, call.responder, std::move(bytes));
 }
 
+// Stores the last activity with the request's own batch. The idle alarm is left alone when
+// one is already due no later than the new idle deadline: when it fires, the policy's first
+// row re-arms it for the remainder. Rewriting it on every request moved an alarm index
+// entry per call (a delete and a put), which is what made the alarm index a hot spot
+// under load. It is pulled earlier only when it is missing or later, as after a dispose
+// (the TTL alarm) or a restart.
 void McpSession::note_activity() {
   auto now = clock().now_ms();
   if (auto ok = put(kLastActivityKey, std::to_string(now)); !ok) throw std::runtime_error(ok.error().describe());
-  if (auto ok = set_alarm(kIdleAlarm, now + options_.idle.idle_after.count()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
+  const std::int64_t deadline = now + options_.idle.idle_after.count();
+  auto current = get_alarm(kIdleAlarm);
+  if (!current) throw std::runtime_error(current.error().describe());
+  if (*current && **current <= deadline) return;
+  if (auto ok = set_alarm(kIdleAlarm, deadline); !ok) throw std::runtime_error(ok.error().describe());
 }
 
 void McpSession::on_idle_alarm() {

@@ -1,5 +1,6 @@
 // The session idle policy wired into the session (DESIGN §6), on virtual time: every
-// client request stores last activity and sets the idle alarm; the alarm waits, extends
+// client request stores last activity (and sets the idle alarm only if none is due by then);
+// the alarm waits, extends
 // for running work, or disposes; a disposed session answers from storage; the TTL
 // deletes an abandoned session. The policy's table itself is tested in tests/mcp.
 #include <doctest/doctest.h>
@@ -50,6 +51,34 @@ TEST_CASE("idle: a request stores last activity and sets the idle alarm; an idle
   auto again = f.ping(s);
   CHECK(again.status == 200);
   CHECK(events(again).size() == 1);
+  f.expected_active = 1;
+}
+
+TEST_CASE("idle: a request does not rewrite an idle alarm that is already due soon enough") {
+  IdleFixture f;
+  const std::string s = "s-idle-no-rewrite";
+  REQUIRE(f.initialize(s).status == 200);
+  // The idle alarm's index entries (keys end with the alarm's name; the retention alarm of
+  // finished streams is another entry).
+  auto alarms = [&] {
+    auto entries = f.runtime->scan_index("dorm.alarms");
+    REQUIRE(entries.ok());
+    std::erase_if(*entries, [](const storage::KeyValue& kv) { return !kv.key.ends_with("idle"); });
+    return *entries;
+  };
+  const auto after_initialize = alarms();
+  REQUIRE(after_initialize.size() == 1);
+  // Requests within the window store their activity but leave the alarm entry as it was
+  // (same key, same version): re-arming per request is what made the index a hot spot.
+  for (int i = 0; i < 5; ++i) {
+    f.run_until(f.clock.now_ms() + 30 * 1000);
+    REQUIRE(f.ping(s).status == 200);
+  }
+  const auto after_pings = alarms();
+  REQUIRE(after_pings.size() == 1);
+  CHECK(after_pings[0].key == after_initialize[0].key);
+  CHECK(after_pings[0].value == after_initialize[0].value);
+  CHECK(f.stored(s, "a") == std::to_string(f.clock.now_ms()));
   f.expected_active = 1;
 }
 
