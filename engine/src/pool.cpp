@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cerrno>
 #include <csignal>
@@ -75,12 +76,35 @@ std::string describe_status(int status) {
 
 class PoolImpl;
 
+// How other threads hand work to the pool thread. Executions hold it (not the pool), so an
+// execution kept past its pool's lifetime — by an actor that outlives a shutdown — posts
+// into a closed inbox instead of into freed memory.
+struct Inbox {
+  std::mutex mutex;
+  std::vector<std::function<void()>> commands;
+  bool closed = false;
+  int wake_fd = -1;
+  std::atomic<std::thread::id> loop_thread{};
+
+  bool on_loop_thread() const { return loop_thread.load() == std::this_thread::get_id(); }
+
+  // Queues `fn` for the pool thread; dropped if the pool is gone.
+  void post(std::function<void()> fn) {
+    std::lock_guard lock(mutex);
+    if (closed) return;
+    commands.push_back(std::move(fn));
+    std::uint64_t one = 1;
+    (void)!write(wake_fd, &one, sizeof one);
+  }
+};
+
 // The host's side of one execution. Everything but the mutex-guarded parts is touched only
 // on the pool thread.
 class ExecutionImpl final : public Execution, public std::enable_shared_from_this<ExecutionImpl> {
  public:
-  ExecutionImpl(PoolImpl& pool, ExecutionRequest request, std::shared_ptr<ExecutionObserver> observer)
-      : pool_(pool), request_(std::move(request)), observer_(std::move(observer)) {}
+  ExecutionImpl(PoolImpl& pool, std::shared_ptr<Inbox> inbox, ExecutionRequest request,
+                std::shared_ptr<ExecutionObserver> observer)
+      : pool_(pool), inbox_(std::move(inbox)), request_(std::move(request)), observer_(std::move(observer)) {}
 
   const std::string& id() const override { return request_.id; }
   void deliver_tool_result(std::uint32_t seq, bool ok, std::string value) override;
@@ -98,7 +122,8 @@ class ExecutionImpl final : public Execution, public std::enable_shared_from_thi
     observer_->on_journal(entry);
   }
 
-  PoolImpl& pool_;
+  PoolImpl& pool_;  // only touched on the pool thread (through inbox_), so only while it lives
+  std::shared_ptr<Inbox> inbox_;
   ExecutionRequest request_;
   std::shared_ptr<ExecutionObserver> observer_;
   mutable std::mutex journal_mutex_;
@@ -136,18 +161,32 @@ class PoolImpl final : public Pool {
   explicit PoolImpl(PoolOptions options) : options_(std::move(options)) {
     if (options_.clock == nullptr) options_.clock = &system_clock_;
     if (options_.workers == 0) options_.workers = std::max(1u, std::thread::hardware_concurrency());
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    inbox_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   }
 
   ~PoolImpl() override {
     post([this] { stopping_ = true; });
     if (thread_.joinable()) thread_.join();
-    for (auto& w : workers_) stop_worker(*w);
-    if (wake_fd_ >= 0) close(wake_fd_);
+    {
+      std::lock_guard lock(inbox_->mutex);
+      inbox_->closed = true;
+      inbox_->commands.clear();
+    }
+    // Executions still queued or running end now, each with one last word to its owner.
+    std::vector<std::shared_ptr<ExecutionImpl>> unfinished(queue_.begin(), queue_.end());
+    for (auto& w : workers_) {
+      for (auto& [handle, e] : w->running) unfinished.push_back(e);
+      stop_worker(*w);
+    }
+    for (auto& e : unfinished) {
+      if (e->state == ExecutionImpl::State::ended) continue;
+      finish_failed(*e, FailureKind::engine_crashed, "the engine pool shut down before the execution ended");
+    }
+    if (inbox_->wake_fd >= 0) close(inbox_->wake_fd);
   }
 
   Result<void> open(std::chrono::milliseconds ready_timeout) {
-    if (wake_fd_ < 0) return Error{ErrorCode::io_error, std::string("eventfd: ") + std::strerror(errno)};
+    if (inbox_->wake_fd < 0) return Error{ErrorCode::io_error, std::string("eventfd: ") + std::strerror(errno)};
     if (options_.worker_path.empty() || access(options_.worker_path.c_str(), X_OK) != 0) {
       return Error{ErrorCode::invalid_argument,
                    "the engine worker executable '" + options_.worker_path + "' is missing or not executable"};
@@ -156,7 +195,11 @@ class PoolImpl final : public Pool {
       auto spawned = spawn();
       if (!spawned) return spawned.error();
     }
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+      inbox_->loop_thread = std::this_thread::get_id();
+      loop();
+      inbox_->loop_thread = std::thread::id{};  // an id may be reused by a later thread
+    });
     std::unique_lock lock(mutex_);
     bool ready = ready_cv_.wait_for(lock, ready_timeout, [&] { return ready_count_ >= options_.workers; });
     if (!ready) {
@@ -177,7 +220,7 @@ class PoolImpl final : public Pool {
                                                   std::to_string(kMaxSourceBytes)};
     }
     if (!observer) return Error{ErrorCode::invalid_argument, "an execution needs an observer"};
-    auto e = std::make_shared<ExecutionImpl>(*this, std::move(request), std::move(observer));
+    auto e = std::make_shared<ExecutionImpl>(*this, inbox_, std::move(request), std::move(observer));
     if (e->request_.journal) {
       e->journal_ = *e->request_.journal;
       if (auto checked = adopt_journal(*e); !checked) return checked.error();
@@ -224,17 +267,8 @@ class PoolImpl final : public Pool {
     post([] {});
   }
 
-  bool on_pool_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
-
   // Runs `fn` on the pool thread.
-  void post(std::function<void()> fn) {
-    {
-      std::lock_guard lock(mutex_);
-      commands_.push_back(std::move(fn));
-    }
-    std::uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof one);
-  }
+  void post(std::function<void()> fn) { inbox_->post(std::move(fn)); }
 
   void deliver(const std::shared_ptr<ExecutionImpl>& e, std::uint32_t seq, bool ok, std::string value) {
     if (e->state != ExecutionImpl::State::running || e->outstanding.erase(seq) == 0) return;
@@ -393,7 +427,7 @@ class PoolImpl final : public Pool {
       reap_lost();
       dispatch();
       std::vector<pollfd> fds;
-      fds.push_back({wake_fd_, POLLIN, 0});
+      fds.push_back({inbox_->wake_fd, POLLIN, 0});
       std::vector<WorkerProc*> polled;
       for (auto& w : workers_) {
         if (w->fd < 0) continue;
@@ -406,7 +440,7 @@ class PoolImpl final : public Pool {
       if (rc < 0 && errno != EINTR) break;
       if (fds[0].revents & POLLIN) {
         std::uint64_t count;
-        (void)!read(wake_fd_, &count, sizeof count);
+        (void)!read(inbox_->wake_fd, &count, sizeof count);
       }
       for (std::size_t i = 0; i < polled.size(); ++i) {
         WorkerProc& w = *polled[i];
@@ -420,8 +454,8 @@ class PoolImpl final : public Pool {
   void run_commands() {
     std::vector<std::function<void()>> commands;
     {
-      std::lock_guard lock(mutex_);
-      commands.swap(commands_);
+      std::lock_guard lock(inbox_->mutex);
+      commands.swap(inbox_->commands);
     }
     for (auto& c : commands) c();
   }
@@ -767,13 +801,12 @@ class PoolImpl final : public Pool {
 
   PoolOptions options_;
   SystemClock system_clock_;
-  int wake_fd_ = -1;
+  std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
   std::thread thread_;
   bool stopping_ = false;
 
   mutable std::mutex mutex_;  // guards the members up to the next blank line
   std::condition_variable ready_cv_;
-  std::vector<std::function<void()>> commands_;
   unsigned ready_count_ = 0;
   std::size_t queued_count_ = 0;
   Stats stats_;
@@ -796,18 +829,18 @@ void ExecutionImpl::deliver_tool_result(std::uint32_t seq, bool ok, std::string 
   auto self = shared_from_this();
   // An observer that answers from its callback is already on the pool thread: deliver now
   // rather than wake the loop for it.
-  if (pool_.on_pool_thread()) {
+  if (inbox_->on_loop_thread()) {
     pool_.deliver(self, seq, ok, std::move(value));
     return;
   }
-  pool_.post([self, seq, ok, value = std::move(value)]() mutable {
+  inbox_->post([self, seq, ok, value = std::move(value)]() mutable {
     self->pool_.deliver(self, seq, ok, std::move(value));
   });
 }
 
 void ExecutionImpl::cancel() {
   auto self = shared_from_this();
-  pool_.post([self] { self->pool_.cancel(self); });
+  inbox_->post([self] { self->pool_.cancel(self); });
 }
 
 }  // namespace

@@ -251,3 +251,21 @@ TEST_CASE("sandbox: workers are recycled after their quota of executions") {
   CHECK(pool.stats().workers_lost == 0);
   CHECK(pool.worker_pids() != first);
 }
+
+TEST_CASE("sandbox: executions outlive their pool safely and hear why they ended") {
+  auto pool = make_pool(1, 1);
+  auto rec = std::make_shared<Recorder>();
+  auto started = pool->start(ExecutionRequest{"orphan", "await tools.hold(); return 1", limits(), {}}, rec);
+  REQUIRE(started.ok());
+  std::shared_ptr<Execution> exec = *started;
+  REQUIRE(rec->wait_calls(1));
+  pool.reset();
+  REQUIRE(rec->wait_done(std::chrono::seconds(1)));
+  CHECK(rec->failure_kind() == FailureKind::engine_crashed);
+  CHECK(rec->failure->second.find("shut down") != std::string::npos);
+  // The owner still holds the execution: talking to it now does nothing, safely.
+  exec->deliver_tool_result(1, true, "{}");
+  exec->cancel();
+  CHECK(exec->journal().entries.size() == 1);
+  CHECK(rec->endings == 1);
+}
