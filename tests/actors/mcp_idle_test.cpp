@@ -1,4 +1,4 @@
-// The session idle policy wired into the session (DESIGN §6), on virtual time: every
+// The idle policy in the session (docs/architecture.md#idle-sessions), on virtual time: every
 // client request stores last activity (and sets the idle alarm only if none is due by then);
 // the alarm waits, extends
 // for running work, or disposes; a disposed session answers from storage; the TTL

@@ -1,6 +1,7 @@
 // Kill to error: how long after a SIGKILL of `dorm serve` mid-call the official SDK client,
 // with its default options, gets the reaper's -32001 server_restart error, when the server
-// is restarted at once on the same port and data directory (DESIGN §1 and §5: the floor is
+// is restarted at once on the same port and data directory
+// (docs/architecture.md#the-restart-incident: the floor is
 // the client's reconnect delay R, 500 ms by default; target median <= R + 250 ms). Then the
 // same incident with `--no-reaper` and a 15 s client request timeout, counting the calls
 // that hang (end by the client's own timeout instead of a server_restart error).

@@ -1,5 +1,5 @@
 // `dorm bench boot` — exec of `dorm serve` to bind and to ready, after a SIGKILL left calls
-// in flight among many stored sessions (DESIGN §5, start-up order and eager reaping).
+// in flight among many stored sessions (docs/architecture.md#start-up-order: eager reaping).
 //
 // Preparation, once: a real Runtime (2 workers) over RocksDB with the mcp-session
 // namespace and the "testing" fixtures creates N sessions by `initialize` SessionCalls

@@ -1,4 +1,4 @@
-// Eager reaping at boot (DESIGN §5 start-up order): before `dorm serve` turns ready, it
+// Eager reaping at boot (docs/architecture.md#start-up-order): before `dorm serve` is ready, it
 // activates exactly the sessions that the runtime index `mcp.inflight` names — the ones
 // holding journal records, some of them left by the dead process — so each runs its
 // reaper now and a client resuming right after the restart finds its error waiting. The

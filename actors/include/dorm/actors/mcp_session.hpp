@@ -39,8 +39,9 @@ struct McpSessionOptions {
   mcp::EventLogLimits event_limits;
   // Open SSE connections: the slow-reader limit and keep-alive interval.
   mcp::SinkOptions sink;
-  // When an idle session leaves memory (DESIGN §6). The session namespace has no runtime
-  // idle eviction: this policy, run by the session's "idle" alarm, is its only evictor.
+  // When an idle session leaves memory (docs/architecture.md#idle-sessions). The session
+  // namespace has no runtime idle eviction: this policy, run by the session's "idle" alarm,
+  // is its only evictor.
   mcp::IdlePolicy idle;
   // A session idle this long is deleted (storage included) by its idle alarm: most
   // clients never send DELETE. `dorm serve --session-ttl`.
@@ -83,7 +84,7 @@ class McpSession : public DurableObject {
   // Sends the exchange's response once it has everything (after this turn commits).
   void complete(const std::shared_ptr<Exchange>& exchange);
   void store_meta();
-  // A client request: stores the time and sets the idle alarm (DESIGN §6).
+  // A client request: stores the time and sets the idle alarm (docs/architecture.md#idle-sessions).
   void note_activity();
   void on_idle_alarm();
   // Deletes everything the session stored (DELETE, or the TTL).

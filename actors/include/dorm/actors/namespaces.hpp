@@ -7,7 +7,8 @@
 namespace dorm::actors {
 
 // MCP sessions: one durable object per session id. Its idle policy is the session's own
-// alarm (DESIGN §6), so the runtime's idle eviction is off for this namespace.
+// alarm (docs/architecture.md#idle-sessions), so the runtime's idle eviction is off for
+// this namespace.
 inline constexpr std::string_view kMcpSessionNamespace = "mcp-session";
 
 // Every namespace registered by dorm itself, in registration order.

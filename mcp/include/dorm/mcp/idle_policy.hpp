@@ -1,7 +1,8 @@
-// IdlePolicy — when an idle MCP session leaves memory (DESIGN §6).
+// IdlePolicy — when an idle MCP session leaves memory (docs/architecture.md#idle-sessions).
 //
-// Every client request stores the session's last activity and sets its idle alarm to
-// last activity + `idle`; alarm deliveries and reaping are not activity. When the alarm
+// Every client request stores the session's last activity, and sets its idle alarm to
+// last activity + `idle_after` when none is due by then (an earlier alarm finds the activity
+// and waits, row 1); alarm deliveries and reaping are not activity. When the alarm
 // fires, decide() says what to do, evaluating these rows in order with
 // idle = now - last activity:
 //

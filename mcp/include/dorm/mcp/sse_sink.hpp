@@ -36,7 +36,7 @@
 namespace dorm::mcp {
 
 struct SinkOptions {
-  // More unsent than this and the connection is closed (DESIGN §5: 1 MiB).
+  // More unsent than this and the connection is closed (docs/architecture.md#live-connections).
   std::size_t max_unsent = 1024 * 1024;
   // An SSE comment this often while the stream is open (the official SDK uses 15 s).
   std::chrono::milliseconds keep_alive{15'000};
