@@ -16,21 +16,23 @@ HttpResponse json_error(int status, int code, std::string_view message) {
                       error_response(std::nullopt, code, message)};
 }
 
-// A runtime error instead of the session's answer.
-HttpResponse runtime_failure(const caf::error& error) {
+}  // namespace
+
+HttpResponse to_response(const Rejection& rejection) {
+  return HttpResponse{rejection.http_status, rejection.headers, rejection.body};
+}
+
+HttpResponse to_response(const caf::error& error) {
+  // A failed or reset turn committed nothing and released nothing: sending the request
+  // again is safe, so it is "unavailable, retry", like a full mailbox or a restart.
   if (is(error, RuntimeErrc::overloaded) || is(error, RuntimeErrc::stopped) ||
-      is(error, RuntimeErrc::node_restarting)) {
+      is(error, RuntimeErrc::node_restarting) || is(error, RuntimeErrc::object_reset) ||
+      is(error, RuntimeErrc::turn_failed)) {
     auto res = json_error(503, kTransportError, "the server is busy or restarting: " + describe(error));
     res.headers.emplace_back("Retry-After", "1");
     return res;
   }
   return json_error(500, kInternalError, "internal error: " + describe(error));
-}
-
-}  // namespace
-
-HttpResponse to_response(const Rejection& rejection) {
-  return HttpResponse{rejection.http_status, rejection.headers, rejection.body};
 }
 
 McpEndpoint::McpEndpoint(Runtime& runtime, Options options)
@@ -107,7 +109,7 @@ void McpEndpoint::call_session(SessionCall call, const HttpRequest& request,
   runtime_.deliver(
       *handle, caf::make_message(std::move(call)),
       [responder](caf::expected<caf::message> reply) {
-        if (!reply) responder->respond(runtime_failure(reply.error()));
+        if (!reply) responder->respond(to_response(reply.error()));
       },
       trace);
 }

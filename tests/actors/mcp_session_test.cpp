@@ -11,7 +11,9 @@
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/actors/namespaces.hpp"
+#include "dorm/mcp/endpoint.hpp"
 #include "dorm/mcp/session_meta.hpp"
+#include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/keys.hpp"
 #include "session_fixture.hpp"
 
@@ -458,4 +460,20 @@ TEST_CASE("a tool result over the 4 MiB stream limit is replaced by an error res
   CAPTURE(text_of(ev[0]));
   CHECK(text_of(ev[0]).find("the result of 4194") != std::string::npos);
   f.expected_active = 1;
+}
+
+TEST_CASE("endpoint: a failed turn or a reset object is 503 with Retry-After, like a busy or restarting server") {
+  using dorm::mcp::to_response;
+  for (auto code : {RuntimeErrc::object_reset, RuntimeErrc::turn_failed, RuntimeErrc::overloaded,
+                    RuntimeErrc::stopped, RuntimeErrc::node_restarting}) {
+    CAPTURE(to_string(code));
+    auto r = to_response(make_error(code, "why"));
+    CHECK(r.status == 503);
+    CHECK(header(r, "Retry-After") == "1");
+    CHECK(r.body.find("why") != std::string::npos);
+  }
+  // What a resend cannot fix is a server error.
+  auto r = to_response(make_error(RuntimeErrc::unknown_namespace, "no such namespace"));
+  CHECK(r.status == 500);
+  CHECK(r.body.find("-32603") != std::string::npos);
 }

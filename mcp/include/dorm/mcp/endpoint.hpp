@@ -9,8 +9,9 @@
 // finished the turn. An initialize without a session id mints a new session id
 // (128 random bits) and sends the call to a fresh object.
 //
-// Runtime failures become HTTP answers: a full mailbox (overloaded) or a runtime that is
-// stopping is 503 with Retry-After; anything else is 500 with a -32603 error.
+// Runtime failures become HTTP answers: a full mailbox, a runtime that is stopping or
+// restarting, and a turn that failed or an object that was reset (nothing committed,
+// nothing released) are 503 with Retry-After; anything else is 500 with a -32603 error.
 #pragma once
 
 #include <string>
@@ -45,5 +46,7 @@ class McpEndpoint {
 
 // The Rejection as an HTTP response.
 HttpResponse to_response(const Rejection& rejection);
+// A runtime failure of a session call as an HTTP response (see the header comment).
+HttpResponse to_response(const caf::error& error);
 
 }  // namespace dorm::mcp
