@@ -29,8 +29,8 @@
 
 #include "dorm/runtime/clock.hpp"
 #include "dorm/runtime/log.hpp"
-
-extern char** environ;
+#include "input_checks.hpp"
+#include "worker_process.hpp"
 
 namespace dorm::engine {
 namespace {
@@ -40,38 +40,12 @@ constexpr SteadyTime kNever = SteadyTime::max();
 constexpr std::size_t kMaxSourceBytes = 1u << 20;
 constexpr int kMissedHeartbeats = 5;
 
-bool valid_utf8(std::string_view s) {
-  rapidjson::StringStream in(s.data());
-  rapidjson::StringBuffer ignored;
-  const char* end = s.data() + s.size();
-  while (in.src_ < end) {
-    if (!rapidjson::UTF8<>::Validate(in, ignored)) return false;
-  }
-  return in.src_ == end;
-}
-
-bool valid_json(std::string_view s) {
-  rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseValidateEncodingFlag>(s.data(), s.size());
-  return !doc.HasParseError();
-}
-
 std::uint64_t random_seed() {
   std::uint64_t seed = 0;
   if (RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed) != 1) {
     seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   return seed;
-}
-
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
-    return "killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
-  }
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "ended";
 }
 
 class PoolImpl;
@@ -296,12 +270,7 @@ class PoolImpl final : public Pool {
   }
 
  private:
-  static std::string json_string(std::string_view text) {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-    writer.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
-    return std::string(buffer.GetString(), buffer.GetSize());
-  }
+
 
   // A journal handed in for replay sets what the host expects next: calls numbered after the
   // recorded ones, and the calls and timers it left open.
@@ -325,53 +294,15 @@ class PoolImpl final : public Pool {
   }
 
   Result<void> spawn() {
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-      return Error{ErrorCode::io_error, std::string("socketpair: ") + std::strerror(errno)};
-    }
-    // dup2 onto the same number would keep CLOEXEC: make sure the child's end is not fd 3.
-    if (pair[1] == 3) {
-      int moved = fcntl(pair[1], F_DUPFD_CLOEXEC, 10);
-      close(pair[1]);
-      pair[1] = moved;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    if (!options_.keep_worker_stderr) posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
-    std::vector<std::string> args = {options_.worker_path, "--fd", "3", "--slots",
-                                     std::to_string(options_.slots_per_worker)};
-    if (options_.address_space_mb > 0) {
-      args.insert(args.end(), {"--address-space-mb", std::to_string(options_.address_space_mb)});
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    // The worker gets no environment but the sanitizer settings of the test build.
-    std::vector<char*> envp;
-    for (char** v = environ; v != nullptr && *v != nullptr; ++v) {
-      std::string_view var(*v);
-      if (var.starts_with("ASAN_OPTIONS=") || var.starts_with("UBSAN_OPTIONS=") ||
-          var.starts_with("LSAN_OPTIONS=")) {
-        envp.push_back(*v);
-      }
-    }
-    envp.push_back(nullptr);
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, options_.worker_path.c_str(), &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    close(pair[1]);
-    if (rc != 0) {
-      close(pair[0]);
-      return Error{ErrorCode::io_error, "cannot start the engine worker '" + options_.worker_path +
-                                            "': " + std::strerror(rc)};
-    }
-    fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK);
+    WorkerCommand command{options_.worker_path, options_.slots_per_worker, options_.address_space_mb,
+                          options_.keep_worker_stderr};
+    auto process = spawn_worker_process(command);
+    if (!process) return process.error();
+    pid_t pid = process->pid;
+    int fd = process->fd;
     auto w = std::make_unique<WorkerProc>();
     w->pid = pid;
-    w->fd = pair[0];
+    w->fd = fd;
     w->last_heard = w->spawned_at = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(mutex_);

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "prelude.hpp"
+#include "slot_execution.hpp"
 #include "time_platform.hpp"
 
 namespace dorm::engine::sandbox {
@@ -18,37 +19,10 @@ thread_local Slot* t_slot = nullptr;
 // Slot threads get a stack well above the largest JavaScript stack limit, since native frames
 // (V8's, and ours under ASan) sit on the same stack.
 constexpr std::size_t kThreadStackBytes = 32u << 20;
-// At most this many timers may be pending at once; setTimeout throws past it.
-constexpr std::size_t kMaxPendingTimers = 10'000;
-// Tool arguments travel in one frame.
-constexpr std::size_t kMaxToolArgsBytes = 8u << 20;
-constexpr std::size_t kMaxToolPathBytes = 1024;
-
-std::string mib(std::uint64_t bytes) {
-  if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " bytes";
-}
-
 std::int64_t cpu_ns(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-std::string utf8(v8::Isolate* isolate, v8::Local<v8::Value> value) {
-  v8::String::Utf8Value text(isolate, value);
-  return *text ? std::string(*text, static_cast<std::size_t>(text.length())) : std::string();
-}
-
-v8::Local<v8::String> v8_string(v8::Isolate* isolate, std::string_view s) {
-  return v8::String::NewFromUtf8(isolate, s.data(), v8::NewStringType::kNormal,
-                                 static_cast<int>(s.size()))
-      .ToLocalChecked();
-}
-
-void throw_type_error(v8::Isolate* isolate, std::string_view message) {
-  isolate->ThrowException(v8::Exception::TypeError(v8_string(isolate, message)));
 }
 
 v8::MaybeLocal<v8::Promise> refuse_import(v8::Local<v8::Context> context, v8::Local<v8::Data>,
@@ -68,30 +42,6 @@ bool refuse_wasm(v8::Local<v8::Context>, v8::Local<v8::String>) { return false; 
 void on_fatal_oom(const char* location, bool) { Slot::report_fatal_oom(location); }
 
 }  // namespace
-
-// One execution's state, on the slot thread.
-struct Slot::Execution {
-  std::uint64_t exec = 0;
-  std::string id;
-  std::string source;
-  Limits limits;
-  Journal journal;
-  // Replay: the recorded calls by sequence number, the recorded timer sets and clears by id,
-  // and the input entries in order with a cursor.
-  std::vector<const ToolCallEntry*> recorded_calls;
-  std::map<std::uint32_t, const TimerSetEntry*> recorded_sets;
-  std::set<std::uint32_t> recorded_clears;
-  std::vector<const JournalEntry*> inputs;
-  std::size_t next_input = 0;
-
-  std::uint32_t calls_made = 0;
-  std::map<std::uint32_t, v8::Global<v8::Promise::Resolver>> outstanding;
-  std::set<std::uint32_t> timers;  // set and neither fired nor cleared
-  std::uint32_t last_timer = 0;
-  std::uint64_t log_bytes = 0;
-  std::uint64_t output_bytes = 0;
-  bool replaying() const { return next_input < inputs.size(); }
-};
 
 Slot::Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free)
     : channel_(channel), platform_(platform), on_free_(std::move(on_free)) {}
@@ -581,127 +531,6 @@ Slot::Outcome Slot::fail_with_exception(Execution& e, v8::Local<v8::Context> con
     text += " (line " + std::to_string(line) + ", column " + std::to_string(column) + ")";
   }
   return wire::Failed{e.exec, FailureKind::runtime_error, std::move(text)};
-}
-
-// ---- the bridge: called from the prelude on the slot thread ----
-
-namespace {
-Slot* slot_of(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  return static_cast<Slot*>(info.Data().As<v8::External>()->Value());
-}
-}  // namespace
-
-void Slot::js_call(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  Slot* self = slot_of(info);
-  v8::Isolate* isolate = info.GetIsolate();
-  if (self->current_ == nullptr || info.Length() < 2) return;
-  Execution& e = *self->current_;
-  std::string path = utf8(isolate, info[0]);
-  std::string args = utf8(isolate, info[1]);
-  if (path.size() > kMaxToolPathBytes) {
-    return throw_type_error(isolate, "a tool path is at most " + std::to_string(kMaxToolPathBytes) + " bytes");
-  }
-  if (args.size() > kMaxToolArgsBytes) {
-    return throw_type_error(isolate, "tool arguments of " + std::to_string(args.size()) +
-                                         " bytes pass the limit of " + mib(kMaxToolArgsBytes));
-  }
-  if (e.calls_made >= e.limits.tool_calls) {
-    return self->kill(FailureKind::tool_call_limit, "the execution made more than " +
-                                                        std::to_string(e.limits.tool_calls) +
-                                                        " tool calls (tool_calls)");
-  }
-  if (e.outstanding.size() >= e.limits.concurrent_tool_calls) {
-    return self->kill(FailureKind::tool_concurrency_limit,
-                      "the execution had more than " + std::to_string(e.limits.concurrent_tool_calls) +
-                          " tool calls outstanding at once (concurrent_tool_calls)");
-  }
-  std::uint32_t seq = ++e.calls_made;
-  if (seq <= e.recorded_calls.size()) {
-    const ToolCallEntry& recorded = *e.recorded_calls[seq - 1];
-    if (recorded.path != path || recorded.args_json != args) {
-      return self->kill(FailureKind::nondeterministic_replay,
-                        "replay diverged at tool call " + std::to_string(seq) + ": the journal has tools." +
-                            recorded.path + "(" + recorded.args_json + ") but the code called tools." + path +
-                            "(" + args + ")");
-    }
-  } else {
-    self->channel_.send(wire::ToolCall{e.exec, ToolCallEntry{seq, path, std::move(args)}});
-  }
-  v8::Local<v8::Promise::Resolver> resolver;
-  if (!v8::Promise::Resolver::New(isolate->GetCurrentContext()).ToLocal(&resolver)) return;
-  e.outstanding[seq].Reset(isolate, resolver);
-  self->set_wall_deadline(e);
-  info.GetReturnValue().Set(resolver->GetPromise());
-}
-
-void Slot::js_log(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  Slot* self = slot_of(info);
-  v8::Isolate* isolate = info.GetIsolate();
-  if (self->current_ == nullptr || info.Length() < 2) return;
-  Execution& e = *self->current_;
-  std::uint32_t level = info[0]->Uint32Value(isolate->GetCurrentContext()).FromMaybe(2);
-  if (level > static_cast<std::uint32_t>(wire::LogLevel::error)) level = 2;
-  std::string text = utf8(isolate, info[1]);
-  auto lvl = static_cast<wire::LogLevel>(level);
-  // Counted as the line a reader sees: "[level] text\n".
-  std::uint64_t bytes = text.size() + to_string(lvl).size() + 4;
-  if (e.log_bytes + bytes > e.limits.log_bytes) {
-    return self->kill(FailureKind::log_limit, "console output passed the log limit of " +
-                                                  mib(e.limits.log_bytes) + " (log_bytes)");
-  }
-  e.log_bytes += bytes;
-  self->channel_.send(wire::Log{e.exec, lvl, std::move(text)});
-}
-
-void Slot::js_emit(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  Slot* self = slot_of(info);
-  v8::Isolate* isolate = info.GetIsolate();
-  if (self->current_ == nullptr || info.Length() < 1) return;
-  Execution& e = *self->current_;
-  std::string json = utf8(isolate, info[0]);
-  if (e.output_bytes + json.size() > e.limits.output_bytes) {
-    return self->kill(FailureKind::output_limit, "emitted values passed the output limit of " +
-                                                     mib(e.limits.output_bytes) + " (output_bytes)");
-  }
-  e.output_bytes += json.size();
-  self->channel_.send(wire::Emit{e.exec, std::move(json)});
-}
-
-void Slot::js_timer_set(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  Slot* self = slot_of(info);
-  v8::Isolate* isolate = info.GetIsolate();
-  if (self->current_ == nullptr || info.Length() < 2) return;
-  Execution& e = *self->current_;
-  auto context = isolate->GetCurrentContext();
-  std::uint32_t id = info[0]->Uint32Value(context).FromMaybe(0);
-  auto delay = static_cast<std::int64_t>(info[1]->IntegerValue(context).FromMaybe(0));
-  if (id != e.last_timer + 1) return;  // only the prelude calls this, with ids 1, 2, ...
-  if (e.timers.size() >= kMaxPendingTimers) {
-    return throw_type_error(isolate, "at most " + std::to_string(kMaxPendingTimers) + " timers may be pending");
-  }
-  e.last_timer = id;
-  e.timers.insert(id);
-  auto recorded = e.recorded_sets.find(id);
-  if (recorded != e.recorded_sets.end()) {
-    if (recorded->second->delay_ms != delay) {
-      return self->kill(FailureKind::nondeterministic_replay,
-                        "replay diverged at timer " + std::to_string(id) + ": the journal has a delay of " +
-                            std::to_string(recorded->second->delay_ms) + " ms, the code asked for " +
-                            std::to_string(delay) + " ms");
-    }
-  } else {
-    self->channel_.send(wire::TimerSet{e.exec, id, delay});
-  }
-}
-
-void Slot::js_timer_clear(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  Slot* self = slot_of(info);
-  v8::Isolate* isolate = info.GetIsolate();
-  if (self->current_ == nullptr || info.Length() < 1) return;
-  Execution& e = *self->current_;
-  std::uint32_t id = info[0]->Uint32Value(isolate->GetCurrentContext()).FromMaybe(0);
-  if (e.timers.erase(id) == 0) return;
-  if (e.recorded_clears.count(id) == 0) self->channel_.send(wire::TimerClear{e.exec, id});
 }
 
 }  // namespace dorm::engine::sandbox
