@@ -62,14 +62,15 @@ http::response<http::string_body> probe(const ServerState& state,
     res.set(http::field::allow, "GET, HEAD");
     return res;
   }
-  if (path == "/healthz") {
-    return plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n");
-  }
-  if (state.ready.load(std::memory_order_acquire)) {
-    return plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n");
-  }
-  return plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
-                        "starting\n");
+  auto res = path == "/healthz" ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n")
+             : state.ready.load(std::memory_order_acquire)
+                 ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n")
+                 : plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
+                                  "starting\n");
+  // HEAD: the GET's headers (Content-Length included), and no body. Sending the body would
+  // put bytes on the connection that a pipelining client reads as its next response.
+  if (req.method() == http::verb::head) res.body().clear();
+  return res;
 }
 
 HttpRequest to_request(http::request<http::string_body>&& req) {

@@ -53,6 +53,8 @@ class Client {
 
   void send_raw(const std::string& bytes) { net::write(socket_, net::buffer(bytes)); }
 
+  tcp::socket& socket() { return socket_; }
+
   // Sends a request without waiting for the response.
   void send_only(http::request<http::string_body> req) {
     req.prepare_payload();
@@ -139,6 +141,28 @@ TEST_CASE("http server: a bound port cannot be bound twice; the error names the 
   REQUIRE_FALSE(second.ok());
   CHECK(second.error().code == dorm::ErrorCode::io_error);
   CHECK(second.error().message.find("cannot bind 127.0.0.1:") == 0);
+}
+
+TEST_CASE("http server: HEAD /healthz carries the GET's headers and no body, so the connection stays in step") {
+  auto server = start_on_free_port();
+  Client client(server->local_address().port);
+  http::request<http::string_body> head{http::verb::head, "/healthz", 11};
+  head.set(http::field::host, "127.0.0.1");
+  client.send_only(head);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.skip(true);  // a response to HEAD has no body, whatever its Content-Length says
+  http::read(client.socket(), buffer, parser);
+  CHECK(parser.get().result() == http::status::ok);
+  CHECK(parser.get()[http::field::content_length] == "3");
+  // Had the server sent "ok\n" anyway, those bytes would now be read as the next response.
+  http::request<http::string_body> get{http::verb::get, "/healthz", 11};
+  get.set(http::field::host, "127.0.0.1");
+  client.send_only(get);
+  http::response<http::string_body> next;
+  http::read(client.socket(), buffer, next);
+  CHECK(next.result() == http::status::ok);
+  CHECK(next.body() == "ok\n");
 }
 
 TEST_CASE("http server: after close_listener the port is free and open connections still work") {
