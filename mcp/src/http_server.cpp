@@ -133,8 +133,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               if (self->failed(ec)) return;
+                              if (!self->framing_is_plain()) {
+                                return self->reply_error(http::status::bad_request,
+                                                         "Transfer-Encoding must be exactly 'chunked'\n");
+                              }
                               self->read_body();
                             });
+  }
+
+  // A body is framed by Content-Length or by a lone `chunked`. Anything else
+  // (`chunked, identity`, `gzip, chunked`, two Transfer-Encoding headers) is a framing a
+  // proxy in front of us may read differently than we do (request smuggling), so it is
+  // refused before the body is read.
+  bool framing_is_plain() const {
+    const auto& header = parser_->get();
+    auto count = header.count(http::field::transfer_encoding);
+    if (count == 0) return true;
+    if (count > 1) return false;
+    return beast::iequals(header[http::field::transfer_encoding], "chunked");
   }
 
   void read_body() {
