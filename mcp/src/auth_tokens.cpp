@@ -1,5 +1,9 @@
 #include "dorm/mcp/auth_tokens.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <rapidjson/document.h>
@@ -74,23 +78,47 @@ Result<std::string> string_field(const rapidjson::Value& value, std::size_t inde
   return std::string(view(value));
 }
 
+// Token files are small; a bigger one is a mistake (or an attack on memory).
+constexpr std::size_t kMaxTokenFileBytes = 16u << 20;
+
 Result<std::string> read_file(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
+  // O_NONBLOCK so that a FIFO (or a device) cannot block the caller — the signal thread,
+  // on SIGHUP — waiting for a writer; such a path is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     return Error{ErrorCode::io_error,
                  "cannot open auth tokens file '" + path + "': " + std::strerror(errno)};
   }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return Error{ErrorCode::io_error, "auth tokens file '" + path + "' is not a regular file"};
+  }
+  if (static_cast<std::size_t>(info.st_size) > kMaxTokenFileBytes) {
+    ::close(fd);
+    return Error{ErrorCode::io_error, "auth tokens file '" + path + "' is " + std::to_string(info.st_size) +
+                                          " bytes; the limit is " + std::to_string(kMaxTokenFileBytes)};
+  }
   std::string text;
   char chunk[8192];
-  std::size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof chunk, file)) > 0) text.append(chunk, n);
-  bool failed = std::ferror(file) != 0;
-  int error = errno;
-  std::fclose(file);
-  if (failed) {
-    return Error{ErrorCode::io_error,
-                 "cannot read auth tokens file '" + path + "': " + std::strerror(error)};
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      ::close(fd);
+      return Error{ErrorCode::io_error,
+                   "cannot read auth tokens file '" + path + "': " + std::strerror(error)};
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+    if (text.size() > kMaxTokenFileBytes) {
+      ::close(fd);
+      return Error{ErrorCode::io_error, "auth tokens file '" + path + "' grew past the limit of " +
+                                            std::to_string(kMaxTokenFileBytes) + " bytes while read"};
+    }
   }
+  ::close(fd);
   return text;
 }
 

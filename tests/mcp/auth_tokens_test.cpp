@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <openssl/sha.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <fstream>
@@ -146,6 +147,12 @@ TEST_CASE("auth tokens: load names the path") {
   auto directory = TokenSet::load(dir.path().string());
   REQUIRE_FALSE(directory.ok());
   CHECK(directory.error().code == ErrorCode::io_error);
+
+  // A FIFO would block a plain open until a writer came (on SIGHUP, in the signal thread).
+  REQUIRE(mkfifo((dir / "fifo.json").c_str(), 0600) == 0);
+  auto fifo = TokenSet::load(dir / "fifo.json");
+  REQUIRE_FALSE(fifo.ok());
+  CHECK(fifo.error().message.find("is not a regular file") != std::string::npos);
 
   write_file(dir / "bad.json", "[1]");
   auto bad = TokenSet::load(dir / "bad.json");
