@@ -244,8 +244,20 @@ void McpSession::answer_now(const SessionCall& call, HttpResponse response) {
 
 void McpSession::handle(const SessionCall& call) {
   session_id_ = call.session_id;
-  if (call.kind == SessionCall::Kind::initialize) return answer_now(call, initialize(call));
-  if (!meta_) return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  if (call.kind == SessionCall::Kind::initialize) {
+    answer_now(call, initialize(call));
+    // A refused initialize stored nothing: leave no activation behind (see below).
+    if (!meta_) dispose_empty();
+    return;
+  }
+  if (!meta_) {
+    // No such session (never made, deleted, or an id the client made up), so nothing is
+    // stored under this id. The session namespace has no runtime idle eviction, so an
+    // activation kept here would stay for good: any client could grow the process by
+    // sending made-up ids. It leaves memory, and the directory keeps no record of it.
+    dispose_empty();
+    return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  }
   if (!(call.caller == meta_->owner)) {
     // Same answer as for a session that does not exist: the caller learns nothing.
     log::warn("session_owner_mismatch", {{"session", call.session_id},
@@ -627,6 +639,9 @@ void McpSession::erase() {
   connections_.clear();
   if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
   meta_.reset();
+  // Nothing is stored any more, so nothing stays in memory either: running calls stop
+  // with the activation (their timers never fire), and no record of the id is kept.
+  dispose_empty();
 }
 
 void McpSession::store_meta() {

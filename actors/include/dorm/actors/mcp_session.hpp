@@ -5,7 +5,8 @@
 // from that metadata, so after eviction or a process restart the same session id keeps
 // working without a new initialize. A call from an identity other than the owner gets
 // the same 404 as a session that does not exist, and a `session_owner_mismatch` log line.
-// DELETE removes everything the session stored; later calls get 404.
+// DELETE removes everything the session stored; later calls get 404. An activation that
+// finds no session (an unknown or deleted id) answers 404 and leaves memory at once.
 //
 // It is driven by SessionCall messages only (see dorm/mcp/session_call.hpp): the HTTP
 // endpoint sends them, and so can a test on virtual time.
@@ -86,7 +87,8 @@ class McpSession : public DurableObject {
   // A client request: stores the time and sets the idle alarm (DESIGN §6).
   void note_activity();
   void on_idle_alarm();
-  // Deletes everything the session stored (DELETE, or the TTL).
+  // Deletes everything the session stored (DELETE, or the TTL) and ends this activation
+  // once the turn commits, leaving nothing in memory.
   void erase();
   void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
   // Stores `message` in the exchange's stream and adds it to the response. `final_for`:
