@@ -10,6 +10,7 @@
 #include <openssl/rand.h>
 
 #include <array>
+#include <set>
 #include <stdexcept>
 
 #include "dorm/actors/namespaces.hpp"
@@ -345,6 +346,14 @@ void McpSession::post(const SessionCall& call) {
   if (call.batch && !mcp::allows_batch(meta_->protocol_version)) {
     return answer_now(call, rejected(mcp::Rejection::bad_batch()));
   }
+  if (auto reused = reused_request_id(call.messages)) {
+    // Refused before anything runs or is stored. The id of the error is null, not the
+    // reused one: a client must not take this for the answer to the request still running.
+    return answer_now(call, bad_request(std::nullopt, mcp::kInvalidRequest,
+                                        "request id " + reused->to_json() +
+                                            " is already in use by a request in flight in "
+                                            "this session; use a new id"));
+  }
   auto exchange = std::make_shared<Exchange>();
   exchange->responder = call.responder;
   bool requests = false;
@@ -421,6 +430,19 @@ void McpSession::post(const SessionCall& call) {
     });
   }
   open_connection(exchange->stream, responder, std::move(exchange->body));
+}
+
+std::optional<mcp::RequestId> McpSession::reused_request_id(const std::vector<Message>& messages) {
+  std::set<std::string> in_this_post;
+  for (const auto& m : messages) {
+    if (m.kind != Message::Kind::request) continue;
+    auto key = m.id->to_key();
+    if (!in_this_post.insert(key).second) return m.id;
+    auto running = journal_.contains(*m.id);
+    if (!running) throw std::runtime_error(running.error().describe());
+    if (*running) return m.id;
+  }
+  return std::nullopt;
 }
 
 void McpSession::cancel(const Message& notification) {

@@ -74,6 +74,14 @@ class McpSession : public DurableObject {
   void handle(const mcp::SessionCall& call);
   mcp::HttpResponse initialize(const mcp::SessionCall& call);
   void post(const mcp::SessionCall& call);
+  // The first request id of `messages` that is already in flight in this session (it has
+  // a journal record) or repeats an earlier request of the same POST; none if all are
+  // fresh. One id names one request at a time (MCP forbids reusing an id within a
+  // session): the journal keeps one record per id, so a second call under a running
+  // call's id would, on finishing, delete the first one's record — after a crash that
+  // call would never be reaped and its client would hang. Cancellation finds calls by id
+  // too. So a POST carrying such an id is refused whole (-32600), before it runs.
+  std::optional<mcp::RequestId> reused_request_id(const std::vector<mcp::Message>& messages);
   mcp::HttpResponse remove();
   // Answers one request of a POST on `exchange`: at once, or (tools/call) once its tool
   // finishes.
