@@ -10,6 +10,7 @@
 #include <openssl/rand.h>
 
 #include <array>
+#include <set>
 #include <stdexcept>
 
 #include "dorm/actors/namespaces.hpp"
@@ -244,8 +245,20 @@ void McpSession::answer_now(const SessionCall& call, HttpResponse response) {
 
 void McpSession::handle(const SessionCall& call) {
   session_id_ = call.session_id;
-  if (call.kind == SessionCall::Kind::initialize) return answer_now(call, initialize(call));
-  if (!meta_) return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  if (call.kind == SessionCall::Kind::initialize) {
+    answer_now(call, initialize(call));
+    // A refused initialize stored nothing: leave no activation behind (see below).
+    if (!meta_) dispose_empty();
+    return;
+  }
+  if (!meta_) {
+    // No such session (never made, deleted, or an id the client made up), so nothing is
+    // stored under this id. The session namespace has no runtime idle eviction, so an
+    // activation kept here would stay for good: any client could grow the process by
+    // sending made-up ids. It leaves memory, and the directory keeps no record of it.
+    dispose_empty();
+    return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  }
   if (!(call.caller == meta_->owner)) {
     // Same answer as for a session that does not exist: the caller learns nothing.
     log::warn("session_owner_mismatch", {{"session", call.session_id},
@@ -333,6 +346,14 @@ void McpSession::post(const SessionCall& call) {
   if (call.batch && !mcp::allows_batch(meta_->protocol_version)) {
     return answer_now(call, rejected(mcp::Rejection::bad_batch()));
   }
+  if (auto reused = reused_request_id(call.messages)) {
+    // Refused before anything runs or is stored. The id of the error is null, not the
+    // reused one: a client must not take this for the answer to the request still running.
+    return answer_now(call, bad_request(std::nullopt, mcp::kInvalidRequest,
+                                        "request id " + reused->to_json() +
+                                            " is already in use by a request in flight in "
+                                            "this session; use a new id"));
+  }
   auto exchange = std::make_shared<Exchange>();
   exchange->responder = call.responder;
   bool requests = false;
@@ -409,6 +430,19 @@ void McpSession::post(const SessionCall& call) {
     });
   }
   open_connection(exchange->stream, responder, std::move(exchange->body));
+}
+
+std::optional<mcp::RequestId> McpSession::reused_request_id(const std::vector<Message>& messages) {
+  std::set<std::string> in_this_post;
+  for (const auto& m : messages) {
+    if (m.kind != Message::Kind::request) continue;
+    auto key = m.id->to_key();
+    if (!in_this_post.insert(key).second) return m.id;
+    auto running = journal_.contains(*m.id);
+    if (!running) throw std::runtime_error(running.error().describe());
+    if (*running) return m.id;
+  }
+  return std::nullopt;
 }
 
 void McpSession::cancel(const Message& notification) {
@@ -627,6 +661,9 @@ void McpSession::erase() {
   connections_.clear();
   if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
   meta_.reset();
+  // Nothing is stored any more, so nothing stays in memory either: running calls stop
+  // with the activation (their timers never fire), and no record of the id is kept.
+  dispose_empty();
 }
 
 void McpSession::store_meta() {

@@ -59,6 +59,12 @@ Result<void> InflightJournal::put(const JournalRecord& record) {
   return index_.put(record.request.to_key());
 }
 
+Result<bool> InflightJournal::contains(const RequestId& request) {
+  auto stored = store_.get(journal_key(request));
+  if (!stored) return std::move(stored).error();
+  return stored->has_value();
+}
+
 Result<void> InflightJournal::del(const RequestId& request) {
   if (auto ok = store_.del(journal_key(request)); !ok) return std::move(ok).error();
   return index_.del(request.to_key());

@@ -105,7 +105,8 @@ void Lease::release() {
 }
 
 Lease DurableObject::keep_alive() { return host_->keep_alive(); }
-void DurableObject::dispose() { host_->request_dispose(); }
+void DurableObject::dispose() { host_->request_dispose(/*remember=*/true); }
+void DurableObject::dispose_empty() { host_->request_dispose(/*remember=*/false); }
 
 const ObjectId& DurableObject::id() const { return host_->id(); }
 Epoch DurableObject::epoch() const { return host_->epoch(); }

@@ -278,7 +278,7 @@ Result<bool> ObjectHost::delete_alarm(std::string_view name) {
 void ObjectHost::touch() {
   last_activity_ms_ = impl_->clock->now_ms();
   if (std::exchange(dispose_requested_, false) && impl_->try_begin_dispose(activation_.get())) {
-    stop(StopReason::idle);
+    stop(StopReason::idle, remember_on_dispose_);
     return;
   }
   if (idle_timeout_.count() > 0 && !idle_check_pending_) {
@@ -300,7 +300,7 @@ void ObjectHost::idle_check() {
   delayed_send(this, idle >= idle_timeout_ ? idle_timeout_ : idle_timeout_ - idle, IdleCheck{});
 }
 
-void ObjectHost::stop(StopReason reason) {
+void ObjectHost::stop(StopReason reason, bool remember) {
   if (phase_ != Phase::running || resetting_) return;
   phase_ = Phase::stopping;
   caf::error failure = run_turn("on_stop", [&] { object_->on_stop(reason); });
@@ -308,7 +308,7 @@ void ObjectHost::stop(StopReason reason) {
     log::warn("on_stop_failed",
               {{"ns", id_.ns()}, {"id", id_.to_string()}, {"error", describe(failure)}});
   }
-  impl_->end(id_, activation_.get(), StartReason::wake);
+  impl_->end(id_, activation_.get(), StartReason::wake, remember);
   quit();
 }
 

@@ -47,7 +47,10 @@ class ObjectHost : public caf::event_based_actor {
   Result<void> index_del(std::string_view index, std::string_view key);
   void send_message(const ObjectHandle& to, caf::message msg);
   Lease keep_alive() { return Lease(activation_); }
-  void request_dispose() { dispose_requested_ = true; }
+  void request_dispose(bool remember) {
+    dispose_requested_ = true;
+    remember_on_dispose_ = remember;
+  }
   void request_message(const ObjectHandle& to, caf::message msg,
                        DurableObject::Continuation then);
   void after_commit(std::function<void()> effect);
@@ -74,7 +77,9 @@ class ObjectHost : public caf::event_based_actor {
   // turn's failure; the caller resets the object on one.
   template <class Body>
   caf::error run_turn(const char* what, Body&& body);
-  void stop(StopReason reason);
+  // `remember`: the runtime records the id so its next activation is a `wake` (false
+  // only for dispose_empty()).
+  void stop(StopReason reason, bool remember = true);
   // After every turn: remember the time and make sure an idle check is pending.
   void touch();
   void idle_check();
@@ -106,6 +111,8 @@ class ObjectHost : public caf::event_based_actor {
   Phase phase_ = Phase::starting;
   bool resetting_ = false;
   bool dispose_requested_ = false;  // DurableObject::dispose() in the current turn
+  // False after dispose_empty(): the object has no state, so the runtime forgets its id.
+  bool remember_on_dispose_ = true;
 
   TurnBatch batch_;
   bool in_turn_ = false;

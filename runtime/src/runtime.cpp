@@ -229,7 +229,8 @@ bool Runtime::Impl::try_begin_dispose(const detail::Activation* act) {
   return true;
 }
 
-void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason next) {
+void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason next,
+                        bool remember) {
   std::vector<detail::Envelope> parked;
   caf::actor successor;
   std::vector<caf::actor> victims;
@@ -243,7 +244,7 @@ void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason
     live.erase(it);
     if (next == StartReason::after_reset) {
       next_start[id] = next;
-    } else {
+    } else if (remember) {
       evicted.insert(id_hash(id));
     }
     if (!parked.empty() && !stopping) {
@@ -440,6 +441,11 @@ std::uint64_t Runtime::generation() const { return impl_->generation; }
 std::size_t Runtime::active_objects() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->live.size();
+}
+
+std::size_t Runtime::remembered_ids() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->evicted.size() + impl_->next_start.size();
 }
 
 const Clock& Runtime::clock() const { return *impl_->clock; }

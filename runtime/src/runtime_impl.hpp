@@ -178,8 +178,10 @@ struct Runtime::Impl {
   // As try_begin_stop, but leases do not hold it back (DurableObject::dispose).
   bool try_begin_dispose(const detail::Activation* act);
   // The activation stopped (on_stop done, or reset): forget it and hand its parked
-  // messages to a new activation. `next` is that id's next start reason.
-  void end(const ObjectId& id, detail::Activation* act, StartReason next);
+  // messages to a new activation. `next` is that id's next start reason; with `remember`
+  // false (an object with no state, DurableObject::dispose_empty) a `wake` is not recorded
+  // and the id leaves no trace in the directory.
+  void end(const ObjectId& id, detail::Activation* act, StartReason next, bool remember = true);
 };
 
 }  // namespace dorm

@@ -475,3 +475,75 @@ TEST_CASE(
   CHECK(f.tracer.spans_named(mcp::kRestartReapSpan).empty());
   f.expected_active = 1;
 }
+
+TEST_CASE(
+    "reaper: a request id reused while its call runs is refused with -32600, so the running call "
+    "keeps its journal record and is reaped after a crash") {
+  ReaperFixture f;
+  const std::string s = "s-reused-id-000001";
+  f.initialize(s);
+  auto longer = f.post_async(s, sleep_call("5", 30'000));
+  REQUIRE(longer->has_value());
+  auto streams = f.streams(s);
+  REQUIRE(streams.size() == 1);
+  const mcp::EventId primed{streams[0], 0};
+  REQUIRE(f.journal_records(s) == 1);
+
+  // The same id for a shorter call, while the first runs: refused whole before it runs.
+  // Had it run, its result would have deleted the first call's record on finishing.
+  auto reused = f.post(s, sleep_call("5", 100));
+  CHECK(reused.status == 400);
+  rapidjson::Document error;
+  error.Parse(reused.body.c_str());
+  REQUIRE(error.IsObject());
+  CHECK(error["id"].IsNull());  // never mistaken for the running call's answer
+  CHECK(error["error"]["code"].GetInt() == -32600);
+  CHECK(std::string(error["error"]["message"].GetString()).find("request id 5 is already in use") !=
+        std::string::npos);
+  CHECK(f.streams(s) == streams);  // nothing stored: no stream of its own
+  f.run_until(f.clock.now_ms() + 1000);  // past the time the shorter call would have taken
+  CHECK(f.journal_records(s) == 1);
+  CHECK(f.inflight() == 1);
+
+  // Ids of requests no longer in flight, and a string id equal in text, are fine.
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":9,"method":"ping"})").status == 200);
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":9,"method":"ping"})").status == 200);
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":"5","method":"ping"})").status == 200);
+
+  const auto dead_generation = f.runtime->generation();
+  f.crash_and_start();
+  auto resumed = f.resume(s, primed);
+  CHECK(resumed.status == 200);
+  auto ev = events(resumed.body);
+  REQUIRE(ev.size() == 1);
+  check_interrupted(ev[0], 5, "server_restart", dead_generation);
+  CHECK(f.journal_records(s) == 0);
+  CHECK(f.inflight() == 0);
+  f.expected_active = 1;
+}
+
+TEST_CASE("reaper: one id twice in a 2025-03-26 batch is refused whole with -32600; nothing runs") {
+  ReaperFixture f;
+  const std::string s = "s-reused-batch-001";
+  f.initialize(s, "2025-03-26");
+  auto refused = f.post(s, "[" + sleep_call("7", 1000) +
+                               R"(,{"jsonrpc":"2.0","method":"notifications/initialized"},)" +
+                               sleep_call("7", 100) + "]");
+  CHECK(refused.status == 400);
+  CHECK(refused.body.find("-32600") != std::string::npos);
+  CHECK(refused.body.find("request id 7 is already in use") != std::string::npos);
+  CHECK(f.streams(s).empty());
+  CHECK(f.journal_records(s) == 0);
+  CHECK(f.inflight() == 0);
+  // The same batch with distinct ids runs both calls.
+  auto accepted = f.post_async(s, "[" + sleep_call("7", 1000) + "," + sleep_call("8", 100) + "]");
+  f.run_until(f.clock.now_ms() + 1000);
+  REQUIRE(accepted->has_value());
+  drain(**accepted);
+  auto ev = events((**accepted).body);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0]["id"].GetInt() == 8);
+  CHECK(ev[1]["id"].GetInt() == 7);
+  CHECK(f.journal_records(s) == 0);
+  f.expected_active = 1;
+}

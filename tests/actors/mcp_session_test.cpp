@@ -5,6 +5,7 @@
 
 #include <rapidjson/document.h>
 
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -94,7 +95,7 @@ TEST_CASE("mcp session: another identity, an unknown session and a deleted one a
   auto rows = f.memory.scan(storage::ScanOptions::with_prefix(keys::object_prefix(id.ns(), id.body())));
   REQUIRE(rows.ok());
   CHECK(rows->empty());
-  f.expected_active = 2;
+  f.expected_active = 0;  // neither the unknown session nor the deleted one stays in memory
 }
 
 TEST_CASE("mcp session: batches only for 2025-03-26 sessions; initialize twice is refused") {
@@ -130,7 +131,77 @@ TEST_CASE("mcp session: initialize without protocolVersion is invalid params and
   CHECK(res.status == 400);
   CHECK(res.body.find("-32602") != std::string::npos);
   CHECK(f.post("s-bad-params-000001", R"({"jsonrpc":"2.0","id":1,"method":"ping"})").status == 404);
-  f.expected_active = 1;
+  f.expected_active = 0;
+}
+
+namespace {
+// A fresh 32-hex session id, as a hostile client would make one up.
+std::string made_up_session(int i) {
+  char text[33];
+  std::snprintf(text, sizeof text, "%08x%08x%08x%08x", 0xdead0000u + static_cast<unsigned>(i),
+                0x5e55u, static_cast<unsigned>(i) * 2654435761u, 0xbeefu);
+  return text;
+}
+}  // namespace
+
+TEST_CASE("mcp session: unknown session ids leave nothing behind; nor do sessions created and deleted") {
+  SessionFixture f;
+  const auto stored_before = count_prefix(f.memory, "");
+  constexpr int kUnknown = 300;
+  for (int i = 0; i < kUnknown; ++i) {
+    const auto s = made_up_session(i);
+    CHECK(f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"ping"})").status == 404);
+    CHECK(f.simple(SessionCall::Kind::get, s).status == 404);
+    CHECK(f.simple(SessionCall::Kind::remove, s).status == 404);
+  }
+  // No activation, no directory record, no key: each lookup left nothing.
+  CHECK(f.runtime->active_objects() == 0);
+  CHECK(f.runtime->remembered_ids() == 0);
+  CHECK(count_prefix(f.memory, "") == stored_before);
+
+  // A refused initialize creates nothing either.
+  SessionCall bad;
+  bad.kind = SessionCall::Kind::initialize;
+  bad.session_id = made_up_session(kUnknown);
+  bad.caller = f.alice;
+  bad.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})");
+  CHECK(f.call(std::move(bad)).status == 400);
+  CHECK(f.runtime->active_objects() == 0);
+  CHECK(f.runtime->remembered_ids() == 0);
+
+  // Created, used, deleted: DELETE frees what the session held, in memory as in storage.
+  constexpr int kSessions = 50;
+  for (int i = 0; i < kSessions; ++i) {
+    const auto s = made_up_session(1000 + i);
+    REQUIRE(f.initialize(s).status == 200);
+    CHECK(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})").status == 200);
+    CHECK(f.runtime->active_objects() == 1);
+    CHECK(f.simple(SessionCall::Kind::remove, s).status == 200);
+    CHECK(f.runtime->active_objects() == 0);
+  }
+  CHECK(f.runtime->remembered_ids() == 0);
+  CHECK(count_prefix(f.memory, "") == stored_before);
+
+  // Deleted while a call runs: the call stops with the session (no result, no journal
+  // record or index entry), and the session leaves memory despite the call's lease.
+  const auto busy = made_up_session(2000);
+  REQUIRE(f.initialize(busy).status == 200);
+  auto running = std::make_shared<std::optional<HttpResponse>>();
+  SessionCall call;
+  call.kind = SessionCall::Kind::post;
+  call.session_id = busy;
+  call.caller = f.alice;
+  call.messages = messages(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}})");
+  f.send(std::move(call), running);
+  f.runtime->run_until_idle();
+  REQUIRE(f.runtime->scan_index(mcp::kInflightIndex)->size() == 1);
+  CHECK(f.simple(SessionCall::Kind::remove, busy).status == 200);
+  CHECK(f.runtime->active_objects() == 0);
+  f.run_until(f.clock.now_ms() + 10'000);
+  CHECK(f.runtime->active_objects() == 0);
+  CHECK(f.runtime->scan_index(mcp::kInflightIndex)->empty());
+  CHECK(count_prefix(f.memory, "") == stored_before);
+  CHECK(f.runtime->remembered_ids() == 0);
 }
 
 TEST_CASE("session metadata: round-trips through JSON; garbage is corruption") {

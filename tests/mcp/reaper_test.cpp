@@ -151,8 +151,12 @@ TEST_CASE(
   s.record(2, RequestId(std::string("two")), Epoch{1, 2});
   CHECK(s.store.count("j/") == 2);
   CHECK(s.index.keys == std::set<std::string>{"i:1", "s:two"});
+  CHECK(s.journal.contains(RequestId(std::int64_t{1})).value());
+  CHECK(s.journal.contains(RequestId(std::string("two"))).value());
+  CHECK_FALSE(s.journal.contains(RequestId(std::string("1"))).value());  // "1" is not 1
   REQUIRE(s.journal.del(RequestId(std::int64_t{1})).ok());
   CHECK(s.index.keys == std::set<std::string>{"s:two"});
+  CHECK_FALSE(s.journal.contains(RequestId(std::int64_t{1})).value());
   REQUIRE(s.journal.del(RequestId(std::int64_t{1})).ok());  // not there: fine
 
   s.store.data["j/x:1"] = R"({"stream":"0000000000000001","generation":1,"activation":1})";

@@ -19,6 +19,8 @@ using put_atom = caf::atom_constant<caf::atom("put")>;
 using read_atom = caf::atom_constant<caf::atom("read")>;
 using pin_atom = caf::atom_constant<caf::atom("pin")>;
 using unpin_atom = caf::atom_constant<caf::atom("unpin")>;
+using dispose_atom = caf::atom_constant<caf::atom("dispose")>;
+using forget_atom = caf::atom_constant<caf::atom("forget")>;
 
 
 struct Log {
@@ -52,6 +54,16 @@ class Box : public DurableObject {
         },
         [this](unpin_atom) -> bool {
           lease_.release();
+          return true;
+        },
+        [this](dispose_atom) -> bool {
+          dispose();
+          return true;
+        },
+        // Deletes its state, then leaves as an object with nothing stored.
+        [this](forget_atom) -> bool {
+          must(delete_all().ok(), "delete_all failed");
+          dispose_empty();
           return true;
         },
     };
@@ -89,6 +101,32 @@ struct BoxFixture : RuntimeFixture {
 };
 
 }  // namespace
+
+TEST_CASE("dispose: the activation leaves once its turn commits, even leased, and wakes; dispose_empty leaves no record of the id") {
+  BoxFixture f;
+  REQUIRE(f.ask("kept", put_atom::value, std::string("x")).ok());
+  REQUIRE(f.ask("kept", pin_atom::value).ok());
+  REQUIRE(f.ask("gone", put_atom::value, std::string("y")).ok());
+  CHECK(f.runtime->active_objects() == 2);
+  CHECK(f.runtime->remembered_ids() == 0);
+
+  CHECK(f.ask("kept", dispose_atom::value).ok());  // the reply is released before it leaves
+  CHECK(f.runtime->active_objects() == 1);
+  CHECK(f.runtime->remembered_ids() == 1);  // its next activation is a wake
+  CHECK(f.log.stops["idle"] == 1);
+
+  CHECK(f.ask("gone", forget_atom::value).ok());
+  CHECK(f.runtime->active_objects() == 0);
+  CHECK(f.runtime->remembered_ids() == 1);  // nothing more: "gone" left no trace
+  CHECK(f.log.stops["idle"] == 2);
+
+  CHECK(f.read("kept") == "x");
+  CHECK(f.read("gone").empty());
+  REQUIRE(f.log.starts.size() == 4);
+  CHECK(f.log.starts[2] == "wake");
+  CHECK(f.log.starts[3] == "first");  // the runtime's start kind, as for an id never seen
+  f.expected_active = 2;
+}
 
 TEST_CASE("eviction: 10k idle objects leave memory and come back with their state") {
   NamespaceOptions ns;

@@ -5,7 +5,8 @@
 // from that metadata, so after eviction or a process restart the same session id keeps
 // working without a new initialize. A call from an identity other than the owner gets
 // the same 404 as a session that does not exist, and a `session_owner_mismatch` log line.
-// DELETE removes everything the session stored; later calls get 404.
+// DELETE removes everything the session stored; later calls get 404. An activation that
+// finds no session (an unknown or deleted id) answers 404 and leaves memory at once.
 //
 // It is driven by SessionCall messages only (see dorm/mcp/session_call.hpp): the HTTP
 // endpoint sends them, and so can a test on virtual time.
@@ -74,6 +75,14 @@ class McpSession : public DurableObject {
   void handle(const mcp::SessionCall& call);
   mcp::HttpResponse initialize(const mcp::SessionCall& call);
   void post(const mcp::SessionCall& call);
+  // The first request id of `messages` that is already in flight in this session (it has
+  // a journal record) or repeats an earlier request of the same POST; none if all are
+  // fresh. One id names one request at a time (MCP forbids reusing an id within a
+  // session): the journal keeps one record per id, so a second call under a running
+  // call's id would, on finishing, delete the first one's record — after a crash that
+  // call would never be reaped and its client would hang. Cancellation finds calls by id
+  // too. So a POST carrying such an id is refused whole (-32600), before it runs.
+  std::optional<mcp::RequestId> reused_request_id(const std::vector<mcp::Message>& messages);
   mcp::HttpResponse remove();
   // Answers one request of a POST on `exchange`: at once, or (tools/call) once its tool
   // finishes.
@@ -87,7 +96,8 @@ class McpSession : public DurableObject {
   // A client request: stores the time and sets the idle alarm (docs/architecture.md#idle-sessions).
   void note_activity();
   void on_idle_alarm();
-  // Deletes everything the session stored (DELETE, or the TTL).
+  // Deletes everything the session stored (DELETE, or the TTL) and ends this activation
+  // once the turn commits, leaving nothing in memory.
   void erase();
   void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
   // Stores `message` in the exchange's stream and adds it to the response. `final_for`:

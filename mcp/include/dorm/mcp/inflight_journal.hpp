@@ -67,8 +67,14 @@ class InflightJournal {
  public:
   InflightJournal(SessionStore& store, InflightIndex& index) : store_(store), index_(index) {}
 
-  // Records `record` and adds its index entry (one batch: the caller's turn).
+  // Records `record` and adds its index entry (one batch: the caller's turn). There is one
+  // record per request id, so the caller must not put a request whose id is in flight
+  // (contains()): the second put would replace the first record, and whichever finished
+  // first would delete the other's, leaving it unreaped after a crash.
   Result<void> put(const JournalRecord& record);
+  // Whether `request` has a record: it is in flight (or was left by a dead activation and
+  // not reaped yet). Errors: the store's.
+  Result<bool> contains(const RequestId& request);
   // Removes the record of `request` and its index entry; removing one that is not there
   // is not an error (the index entry is removed either way).
   Result<void> del(const RequestId& request);

@@ -149,6 +149,13 @@ class DurableObject {
   // and the next message activates it again. Dropped if messages are already waiting for
   // it (they are activity).
   void dispose();
+  // As dispose(), for an object that holds nothing in storage: it found no state, or its
+  // turn deleted all of it. The runtime then keeps no record of the id either (dispose()
+  // remembers every id it ended, so that its next activation reports `wake`), so activating
+  // an id that names nothing leaves nothing behind once it ends — a client that makes up
+  // ids cannot grow the process. The next activation reports the runtime's start kind, as
+  // for an id this runtime never saw.
+  void dispose_empty();
 
   // ---- identity, time, messages ----
   const ObjectId& id() const;
