@@ -354,6 +354,16 @@ void McpSession::post(const SessionCall& call) {
                                             " is already in use by a request in flight in "
                                             "this session; use a new id"));
   }
+  // An initialize in an existing session is refused whole, before anything runs or is
+  // stored: found only while answering, it left the other elements of a batch run and a
+  // stream opened (and a lease held) that nothing would ever finish.
+  for (const auto& m : call.messages) {
+    if (m.kind == Message::Kind::request && m.method == "initialize") {
+      return answer_now(call, bad_request(m.id, mcp::kInvalidRequest,
+                                          "this session is already initialized: send "
+                                          "initialize without MCP-Session-Id to start a new one"));
+    }
+  }
   auto exchange = std::make_shared<Exchange>();
   exchange->responder = call.responder;
   bool requests = false;
@@ -389,11 +399,6 @@ void McpSession::post(const SessionCall& call) {
   for (const auto& m : call.messages) {
     switch (m.kind) {
       case Message::Kind::request:
-        if (m.method == "initialize") {
-          return answer_now(call, bad_request(m.id, mcp::kInvalidRequest,
-                                              "this session is already initialized: send "
-                                              "initialize without MCP-Session-Id to start a new one"));
-        }
         requests = true;
         answer(m, exchange);
         break;

@@ -120,6 +120,33 @@ TEST_CASE("mcp session: batches only for 2025-03-26 sessions; initialize twice i
   f.expected_active = 2;
 }
 
+TEST_CASE("mcp session: a batch holding initialize is refused whole: nothing runs, nothing is stored") {
+  SessionFixture f;
+  const std::string s = "s-batch-init-000001";
+  REQUIRE(f.initialize(s, "2025-03-26").status == 200);
+  auto object = f.runtime->id_from_name(actors::kMcpSessionNamespace, s);
+  auto stored = [&] {
+    auto rows = f.memory.scan(storage::ScanOptions::with_prefix(keys::object_prefix(object.ns(), object.body())));
+    REQUIRE(rows.ok());
+    std::vector<std::string> keys;
+    for (const auto& kv : *rows) {
+      // Last activity is written for every request that reaches the session.
+      if (!kv.key.ends_with(std::string(1, keys::kObjectData) + "a")) keys.push_back(kv.key);
+    }
+    return keys;
+  };
+  const auto before = stored();
+  auto refused = f.post(s, R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"kv_put","arguments":{"key":"k","value":"v"}}},)"
+                           R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}])");
+  CHECK(refused.status == 400);
+  CHECK(refused.body.find("already initialized") != std::string::npos);
+  // The kv_put did not run, and no stream was opened for the refused POST.
+  CHECK(stored() == before);
+  auto read = f.post(s, R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"k"}}})");
+  CHECK(read.body.find("no value stored under 'k'") != std::string::npos);
+  f.expected_active = 1;
+}
+
 TEST_CASE("mcp session: initialize without protocolVersion is invalid params and creates nothing") {
   SessionFixture f;
   SessionCall c;
