@@ -185,6 +185,35 @@ ToolSpec announce() {
   return t;
 }
 
+ToolSpec ask() {
+  ToolSpec t;
+  t.name = "ask";
+  t.title = "Ask the client";
+  t.description =
+      "Sends the client a request (`method`: elicitation/create, sampling/createMessage, "
+      "roots/list or ping; `params`: its params) and returns the client's result as JSON "
+      "text; an error result if the client answers with an error, does not answer in time, "
+      "or did not declare the capability the method needs.";
+  t.input_schema =
+      R"({"type":"object","properties":{"method":{"type":"string"},"params":{"type":"object"}},"required":["method"],"additionalProperties":false})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    auto a = args(*ctx);
+    std::string params = "{}";
+    if (a.HasMember("params")) {
+      rapidjson::StringBuffer buffer;
+      rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+      a["params"].Accept(w);
+      params = buffer.GetString();
+    }
+    auto sent = ctx->request(string_arg(a, "method"), params, [ctx](const mcp::ClientReply& reply) {
+      if (reply.kind == mcp::ClientReply::Kind::result) return ctx->finish(ToolResult::text(reply.json));
+      ctx->finish(ToolResult::error(reply.message));
+    });
+    if (!sent) ctx->finish(ToolResult::error(sent.error().message));
+  };
+  return t;
+}
+
 // The conformance suite's `test_reconnection` (server-sse-polling): after the priming
 // event the server closes the POST connection, and the result arrives on the client's
 // resume GET.
@@ -213,7 +242,7 @@ std::span<const std::string_view> fixture_sets() { return kSets; }
 
 Result<void> register_fixtures(mcp::ToolRegistry& registry, std::string_view name) {
   if (name == "testing") {
-    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce}) {
+    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask}) {
       if (auto ok = registry.add(make()); !ok) return ok;
     }
     return {};

@@ -134,10 +134,24 @@ class McpSession::CallContext : public mcp::ToolContext,
     });
   }
 
+  Result<void> request(std::string_view method, std::string_view params_json,
+                            mcp::ClientReplyHandler on_reply) override {
+    if (finished_) {
+      return Error{ErrorCode::invalid_argument, "the call is finished: it cannot ask the client"};
+    }
+    auto deliver = [self = shared_from_this(), on_reply = std::move(on_reply)](
+                       const mcp::ClientReply& reply) {
+      if (!self->finished_) self->run([&] { on_reply(reply); });
+    };
+    return session_.send_client_request(*exchange_, id_.to_key(), method, params_json,
+                                        std::move(deliver));
+  }
+
   void finish(mcp::ToolResult result) override {
     if (finished_) return;
     finished_ = true;
     session_.calls_.erase(id_.to_key());
+    session_.drop_client_requests(id_.to_key());
     session_.emit(*exchange_, mcp::result_response(id_, result.json), id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
@@ -157,6 +171,7 @@ class McpSession::CallContext : public mcp::ToolContext,
     if (finished_) return;
     finished_ = true;
     session_.calls_.erase(id_.to_key());
+    session_.drop_client_requests(id_.to_key());
     session_.journal_del(id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
@@ -412,8 +427,10 @@ void McpSession::post(const SessionCall& call) {
         break;
       case Message::Kind::result_response:
       case Message::Kind::error_response:
-        // Answers to server-to-client requests. This process has issued none, so each is
-        // accepted (202) and dropped: a replayed or stale answer must not fail the client.
+        // Answers to requests tools sent the client: each goes to its waiting tool, as
+        // part of this turn. One that matches nothing is accepted (202) and dropped: a
+        // replayed or stale answer must not fail the client.
+        take_client_reply(m);
         break;
     }
   }

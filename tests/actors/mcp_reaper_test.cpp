@@ -124,11 +124,12 @@ struct ReaperFixture : RuntimeFixture {
     c.caller = alice;
     return c;
   }
-  void initialize(const std::string& session, std::string_view version = "2025-11-25") {
+  void initialize(const std::string& session, std::string_view version = "2025-11-25",
+                  std::string_view capabilities = "{}") {
     auto c = make(SessionCall::Kind::initialize, session);
     c.messages =
         messages(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
-                 std::string(version) + R"(","capabilities":{}}})");
+                 std::string(version) + R"(","capabilities":)" + std::string(capabilities) + "}}");
     REQUIRE(call(std::move(c)).status == 200);
   }
   HttpResponse post(const std::string& session, std::string_view body) {
@@ -544,6 +545,35 @@ TEST_CASE("reaper: one id twice in a 2025-03-26 batch is refused whole with -326
   REQUIRE(ev.size() == 2);
   CHECK(ev[0]["id"].GetInt() == 8);
   CHECK(ev[1]["id"].GetInt() == 7);
+  CHECK(f.journal_records(s) == 0);
+  f.expected_active = 1;
+}
+
+TEST_CASE("reaper: a call waiting on the client's elicitation answer when the process dies is reaped; the late answer gets 202") {
+  ReaperFixture f;
+  const std::string s = "s-reap-elicit-0001";
+  f.initialize(s, "2025-11-25", R"({"elicitation":{}})");
+  auto pending = f.post_async(
+      s, R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object"}}}}})");
+  REQUIRE(pending->has_value());
+  drain(**pending);
+  auto sent = events((*pending)->body);
+  REQUIRE(sent.size() == 1);
+  const std::string asked = sent[0]["id"].GetString();
+  REQUIRE(f.journal_records(s) == 1);
+  auto streams = f.streams(s);
+  REQUIRE(streams.size() == 1);
+  const auto dead_generation = f.runtime->generation();
+
+  f.crash_and_start();
+  // The client answers the elicitation after the restart: nothing waits for it any more.
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":")" + asked + R"(","result":{"action":"accept","content":{}}})").status == 202);
+  // Its resume after the elicitation request finds the call's error.
+  auto resumed = f.resume(s, mcp::EventId{streams[0], 1});
+  CHECK(resumed.status == 200);
+  auto ev = events(resumed.body);
+  REQUIRE(ev.size() == 1);
+  check_interrupted(ev[0], 5, "server_restart", dead_generation);
   CHECK(f.journal_records(s) == 0);
   f.expected_active = 1;
 }

@@ -67,14 +67,16 @@ struct SessionFixture : RuntimeFixture {
   }
 
   HttpResponse initialize(const std::string& session, std::string_view version = "2025-11-25",
-                          Identity who = {"alice", "acme"}) {
+                          Identity who = {"alice", "acme"},
+                          std::string_view capabilities = R"({"sampling":{}})") {
     SessionCall c;
     c.kind = SessionCall::Kind::initialize;
     c.session_id = session;
     c.caller = std::move(who);
     c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":")" +
                           std::string(version) +
-                          R"(","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}})");
+                          R"(","capabilities":)" + std::string(capabilities) +
+                          R"(,"clientInfo":{"name":"t","version":"1"}}})");
     return call(std::move(c));
   }
 

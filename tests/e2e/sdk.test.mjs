@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startServe } from './lib/dorm_process.mjs';
 import { post, sseMessages, openSession } from './lib/mcp_http.mjs';
 
-const FIXTURES = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin', 'flood', 'announce'];
+const FIXTURES = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin', 'flood', 'announce', 'ask'];
 
 async function connectClient(t, url, { sessionId, protocolVersion } = {}) {
   const transport = new StreamableHTTPClientTransport(url, sessionId ? { sessionId } : {});

@@ -10,6 +10,8 @@
 //                    tests, it shows that other sessions are not held up
 //   flood {count, bytes, interval_ms?}   count progress notifications of `bytes` each
 //   announce {text}  a notifications/message on the session's standalone (GET) stream
+//   ask {method, params?}  sends the client a request (elicitation, sampling, roots,
+//                    ping); returns its result as JSON text, or an error result
 //
 // "conformance" (the conformance suite's server fixtures; more come later):
 //   test_reconnection  closes its connection after the priming event; the result comes

@@ -12,6 +12,7 @@
 // endpoint sends them, and so can a test on virtual time.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +35,9 @@ struct McpSessionOptions {
   const mcp::ToolRegistry* tools = nullptr;
   // tools/list page size.
   std::size_t page_size = 100;
+  // How long a tool waits for the client to answer a request it sent (elicitation,
+  // sampling, roots) before its reply handler gets a timeout. The TypeScript SDK's default.
+  std::chrono::milliseconds client_request_timeout{60'000};
   // The `retry:` hint of priming events (sessions of 2025-11-25 and later): how long a
   // client waits before it resumes a dropped stream.
   std::int64_t retry_ms = 500;
@@ -136,6 +140,16 @@ class McpSession : public DurableObject {
   // Makes sure the retention alarm covers a stream finished in this turn (without
   // scanning the streams: see the definition).
   Result<void> cover_finished_stream();
+  // Requests tools send to the client (mcp_session_requests.cpp). client_accepts: whether
+  // the client declared what `method` needs. send_client_request: emits the request on
+  // `exchange` and keeps `deliver` for the answer (or the timeout). take_client_reply: a
+  // response the client POSTed. drop_client_requests: the call `call_key` ended.
+  Result<void> client_accepts(std::string_view method, std::string_view params_json) const;
+  Result<void> send_client_request(Exchange& exchange, const std::string& call_key,
+                                   std::string_view method, std::string_view params_json,
+                                   mcp::ClientReplyHandler deliver);
+  void take_client_reply(const mcp::Message& response);
+  void drop_client_requests(const std::string& call_key);
   // This session's key in the runtime index of sessions with requests in flight.
   std::string inflight_key(std::string_view request_key) const;
 
@@ -149,6 +163,14 @@ class McpSession : public DurableObject {
   std::map<std::uint64_t, std::shared_ptr<Exchange>> live_;  // streams still being written
   std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;  // open SSE connections
   std::map<std::string, std::weak_ptr<CallContext>> calls_;  // running tool calls, by request key
+  // Requests sent to the client and not answered yet, by request key; and the counter
+  // that makes their ids.
+  struct Outbound {
+    std::string call_key;  // the tools/call that sent it
+    mcp::ClientReplyHandler deliver;
+  };
+  std::map<std::string, Outbound> outbound_;
+  std::uint64_t outbound_sequence_ = 0;
   std::optional<mcp::EventId> standalone_;  // cached cursor of the standalone stream
   std::string session_id_;  // as the last call named it (for logs)
 };

@@ -41,6 +41,20 @@ class ToolStorage {
   virtual Result<bool> del(std::string_view key) = 0;
 };
 
+// The client's answer to a request a tool sent it (ToolContext::request).
+struct ClientReply {
+  enum class Kind {
+    result,   // the client answered with a result: `json` is it
+    error,    // the client answered with a JSON-RPC error: `json` is the error object
+    timeout,  // no answer within the session's client-request timeout
+  };
+  Kind kind = Kind::result;
+  std::string json;
+  // What went wrong, for error and timeout, in words a tool may put in its result.
+  std::string message;
+};
+using ClientReplyHandler = std::function<void(const ClientReply&)>;
+
 class ToolContext {
  public:
   virtual ~ToolContext() = default;
@@ -67,6 +81,16 @@ class ToolContext {
   // A notification unrelated to this call (a list or resource change, say): stored on the
   // session's standalone stream and delivered on its GET connection, now or when one opens.
   virtual void notify_session(std::string_view method, std::string_view params_json) = 0;
+  // Sends a JSON-RPC request to the client on the call's stream (`elicitation/create`,
+  // `sampling/createMessage`, `roots/list`, `ping`) under an id of the session's own,
+  // and later runs `on_reply` as a turn of the session with the client's answer, or with
+  // a timeout. Nothing is sent and an error is returned at once (invalid_argument, naming
+  // what is missing) when the client did not declare the capability the method needs in
+  // `initialize`, for any other method, or when the call is finished. A call that
+  // finishes or is cancelled first never sees the reply. Not durable: after a restart the
+  // waiting call is reaped like any other, and the client's late answer is dropped.
+  virtual Result<void> request(std::string_view method, std::string_view params_json,
+                               ClientReplyHandler on_reply) = 0;
   // Ends the call with `result`. Later calls do nothing; after a cancellation the call is
   // finished already and its pending after() callbacks do not run.
   virtual void finish(ToolResult result) = 0;
