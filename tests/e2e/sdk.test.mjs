@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startServe } from './lib/dorm_process.mjs';
 import { post, sseMessages, openSession } from './lib/mcp_http.mjs';
 
@@ -124,4 +125,65 @@ test('SDK client: a second client with the first one\'s resumption token gets th
     { resumptionToken: tokens[0] },
   );
   assert.equal(textOf(afterRestart), 'resumable');
+});
+
+// A client that answers elicitation and sampling with the given handlers.
+async function connectAsking(t, url, { elicit, sample, capabilities }) {
+  const transport = new StreamableHTTPClientTransport(url);
+  const client = new Client({ name: 'dorm-e2e-asking', version: '1.0.0' }, { capabilities });
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, elicit);
+  if (sample) client.setRequestHandler(CreateMessageRequestSchema, sample);
+  await client.connect(transport);
+  t.after(() => client.close());
+  return client;
+}
+
+const askElicit = {
+  name: 'ask',
+  arguments: {
+    method: 'elicitation/create',
+    params: { message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+  },
+};
+
+test('SDK client: a tool asks for elicitation and gets the accepted content, a decline and a cancel', async (t) => {
+  const { url } = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
+  const answers = [
+    { action: 'accept', content: { name: 'Ada' } },
+    { action: 'decline' },
+    { action: 'cancel' },
+  ];
+  const seen = [];
+  const client = await connectAsking(t, url, {
+    capabilities: { elicitation: {} },
+    elicit: async (request) => { seen.push(request.params.message); return answers[seen.length - 1]; },
+  });
+  for (const expected of answers) {
+    const result = await client.callTool(askElicit);
+    assert.notEqual(result.isError, true, textOf(result));
+    assert.deepEqual(JSON.parse(textOf(result)), expected);
+  }
+  assert.deepEqual(seen, ['Your name?', 'Your name?', 'Your name?']);
+});
+
+test('SDK client: a sampling round trip; without the capability the tool errors at once', async (t) => {
+  const { url } = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
+  const client = await connectAsking(t, url, {
+    capabilities: { sampling: {} },
+    sample: async (request) => ({
+      role: 'assistant', model: 'test-model',
+      content: { type: 'text', text: `echo: ${request.params.messages[0].content.text}` },
+    }),
+  });
+  const sampled = await client.callTool({
+    name: 'ask',
+    arguments: { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 10 } },
+  });
+  assert.notEqual(sampled.isError, true, textOf(sampled));
+  assert.equal(JSON.parse(textOf(sampled)).content.text, 'echo: hi');
+
+  // This client declared no elicitation capability: a clear tool error, not a hang.
+  const refused = await client.callTool(askElicit);
+  assert.equal(refused.isError, true);
+  assert.match(textOf(refused), /did not declare the elicitation capability/);
 });
