@@ -1,5 +1,7 @@
 #include "dorm/actors/fixtures.hpp"
 
+#include "conformance_fixtures.hpp"
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -247,7 +249,10 @@ Result<void> register_fixtures(mcp::ToolRegistry& registry, std::string_view nam
     }
     return {};
   }
-  if (name == "conformance") return registry.add(test_reconnection());
+  if (name == "conformance") {
+    if (auto ok = registry.add(test_reconnection()); !ok) return ok;
+    return register_conformance_tools(registry);
+  }
   return Error{ErrorCode::invalid_argument,
                "unknown fixture set '" + std::string(name) + "': known sets are testing, conformance"};
 }

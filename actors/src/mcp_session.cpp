@@ -165,6 +165,10 @@ class McpSession::CallContext : public mcp::ToolContext,
     if (!finished_) session_.emit_standalone(mcp::notification(method, params_json));
   }
 
+  void resource_updated(std::string_view uri) override {
+    if (!finished_) session_.tell_subscribers(uri);
+  }
+
   // notifications/cancelled: the work stops and no response is sent. The journal record
   // goes now, in the batch that (for a one-request stream) also ends the stream.
   void cancel() {
@@ -248,6 +252,7 @@ caf::behavior McpSession::behavior() {
       [this](const SessionCall& call) { handle(call); },
       // Nothing to do: activating ran on_start, which reaped. Not client activity.
       [](const mcp::SessionWake&) { return true; },
+      [this](const mcp::ResourceUpdated& update) { on_resource_updated(update); },
   };
 }
 
@@ -673,6 +678,7 @@ void McpSession::erase() {
       throw std::runtime_error(ok.error().describe());
     }
   }
+  erase_subscriptions();
   live_.clear();
   calls_.clear();
   standalone_.reset();

@@ -150,6 +150,13 @@ class McpSession : public DurableObject {
                                    mcp::ClientReplyHandler deliver);
   void take_client_reply(const mcp::Message& response);
   void drop_client_requests(const std::string& call_key);
+  // Resource subscriptions (mcp_session_resources.cpp). subscribe: resources/subscribe
+  // (on) or /unsubscribe. on_resource_updated: a ResourceUpdated message. tell_subscribers:
+  // a tool said `uri` changed. erase_subscriptions: their index entries, for erase().
+  std::string subscribe(const mcp::Message& request, bool on);
+  void on_resource_updated(const mcp::ResourceUpdated& update);
+  void tell_subscribers(std::string_view uri);
+  void erase_subscriptions();
   // This session's key in the runtime index of sessions with requests in flight.
   std::string inflight_key(std::string_view request_key) const;
 

@@ -68,8 +68,16 @@ inline constexpr const char* kEventStream = "text/event-stream";
 // answers `true`. Sent at boot to the sessions the in-flight index names.
 struct SessionWake {};
 
+// Tells a session that the resource `uri` changed: if the session subscribed to it
+// (resources/subscribe), it sends notifications/resources/updated on its standalone
+// stream. Not client activity.
+struct ResourceUpdated {
+  std::string uri;
+};
+
 }  // namespace dorm::mcp
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionCall)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::HttpResponse)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionWake)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::ResourceUpdated)

@@ -91,6 +91,9 @@ class ToolContext {
   // waiting call is reaped like any other, and the client's late answer is dropped.
   virtual Result<void> request(std::string_view method, std::string_view params_json,
                                ClientReplyHandler on_reply) = 0;
+  // Says the resource `uri` changed: every session subscribed to it (this one included)
+  // sends its client notifications/resources/updated, once this turn commits.
+  virtual void resource_updated(std::string_view uri) = 0;
   // Ends the call with `result`. Later calls do nothing; after a cancellation the call is
   // finished already and its pending after() callbacks do not run.
   virtual void finish(ToolResult result) = 0;

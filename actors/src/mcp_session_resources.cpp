@@ -1,0 +1,151 @@
+// Resource subscriptions of one session (resources/subscribe and /unsubscribe), the
+// notifications/resources/updated they lead to, and the runtime index that lets anyone
+// find a resource's subscribers (dorm/actors/resource_updates.hpp).
+//
+// A subscription is a key of the session (s/<uri>) plus an index entry, written in the
+// subscribing request's batch and removed together (unsubscribe, DELETE, TTL), so a
+// subscription made before a crash still gets its updates after it.
+#include "dorm/actors/mcp_session.hpp"
+#include "dorm/actors/resource_updates.hpp"
+
+#include "mcp_session_internal.hpp"
+
+#include "dorm/actors/namespaces.hpp"
+#include "dorm/runtime/log.hpp"
+
+namespace dorm::actors {
+
+using namespace session_internal;
+
+namespace {
+
+constexpr std::string_view kSubscriptionPrefix = "s/";
+constexpr std::size_t kScanPage = 1024;
+
+std::string subscription_key(std::string_view uri) { return std::string(kSubscriptionPrefix) + std::string(uri); }
+
+// <uri> NUL <session object id>: a subscriber scan of one uri is one prefix.
+std::string subscriber_entry(std::string_view uri, std::string_view session_object_id) {
+  std::string key(uri);
+  key += '\0';
+  key += session_object_id;
+  return key;
+}
+
+// The session object ids subscribed to `uri`, from the index.
+Result<std::vector<std::string>> subscribers(const Runtime& runtime, std::string_view uri) {
+  const std::string prefix = subscriber_entry(uri, "");
+  std::vector<std::string> out;
+  std::string start = prefix;
+  for (;;) {
+    auto page = runtime.scan_index(kResourceSubscribersIndex, start, kScanPage);
+    if (!page) return std::move(page).error();
+    for (const auto& kv : *page) {
+      if (kv.key.compare(0, prefix.size(), prefix) != 0) return out;
+      out.push_back(kv.key.substr(prefix.size()));
+    }
+    if (page->size() < kScanPage) return out;
+    start = page->back().key + '\0';  // just after the last entry
+  }
+}
+
+}  // namespace
+
+Result<std::size_t> notify_resource_updated(Runtime& runtime, std::string_view uri) {
+  auto ids = subscribers(runtime, uri);
+  if (!ids) return std::move(ids).error();
+  std::size_t told = 0;
+  for (const auto& text : *ids) {
+    auto id = runtime.parse_id(kMcpSessionNamespace, text);
+    if (!id) continue;  // not written by a session: ignore it
+    auto handle = runtime.get(*id);
+    if (!handle) return std::move(handle).error();
+    runtime.send(*handle, mcp::ResourceUpdated{std::string(uri)});
+    ++told;
+  }
+  return told;
+}
+
+std::string McpSession::subscribe(const Message& request, bool on) {
+  rapidjson::Document params;
+  const rapidjson::Value* uri = parse_params(request, params) ? member(params, "uri") : nullptr;
+  const char* method = on ? "resources/subscribe" : "resources/unsubscribe";
+  if (!uri || !uri->IsString() || uri->GetStringLength() == 0) {
+    return mcp::error_response(request.id, mcp::kInvalidParams,
+                               std::string(method) + " needs params.uri (a non-empty string)");
+  }
+  std::string_view text(uri->GetString(), uri->GetStringLength());
+  if (text.size() > kMaxSubscribedUriBytes || text.find('\0') != std::string_view::npos) {
+    return mcp::error_response(request.id, mcp::kInvalidParams,
+                               "a subscribed uri must be at most " +
+                                   std::to_string(kMaxSubscribedUriBytes) +
+                                   " bytes without NUL characters");
+  }
+  if (on && !(options_.resources && options_.resources->knows(text))) {
+    return mcp::error_response(request.id, mcp::kResourceNotFound,
+                               "no resource has the uri " + std::string(text),
+                               resource_uri_data(text));
+  }
+  const std::string entry = subscriber_entry(text, id().to_string());
+  if (on) {
+    if (auto ok = put(subscription_key(text), ""); !ok) throw std::runtime_error(ok.error().describe());
+    if (auto ok = index_put(kResourceSubscribersIndex, entry, ""); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+  } else {
+    if (auto ok = del(subscription_key(text)); !ok) throw std::runtime_error(ok.error().describe());
+    if (auto ok = index_del(kResourceSubscribersIndex, entry); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+  }
+  return mcp::result_response(*request.id, "{}");
+}
+
+void McpSession::on_resource_updated(const mcp::ResourceUpdated& update) {
+  if (!meta_) {
+    // The session is gone but its index entry was not (an older build, or a torn
+    // delete): drop the entry so nobody tells this id again.
+    if (auto ok = index_del(kResourceSubscribersIndex, subscriber_entry(update.uri, id().to_string())); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+    return dispose_empty();
+  }
+  auto subscribed = get(subscription_key(update.uri));
+  if (!subscribed) throw std::runtime_error(subscribed.error().describe());
+  if (!*subscribed) return;
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("uri");
+  w.String(update.uri.data(), static_cast<rapidjson::SizeType>(update.uri.size()));
+  w.EndObject();
+  emit_standalone(mcp::notification("notifications/resources/updated", buffer.GetString()));
+}
+
+void McpSession::tell_subscribers(std::string_view uri) {
+  auto ids = subscribers(runtime(), uri);
+  if (!ids) throw std::runtime_error(ids.error().describe());
+  for (const auto& text : *ids) {
+    auto parsed = runtime().parse_id(kMcpSessionNamespace, text);
+    if (!parsed) continue;
+    auto handle = runtime().get(*parsed);
+    if (!handle) throw std::runtime_error(handle.error().describe());
+    // Behind the output gate, like everything a turn sends.
+    send(*handle, mcp::ResourceUpdated{std::string(uri)});
+  }
+}
+
+void McpSession::erase_subscriptions() {
+  ListOptions options;
+  options.prefix = std::string(kSubscriptionPrefix);
+  auto rows = list(options);
+  if (!rows) throw std::runtime_error(rows.error().describe());
+  for (const auto& kv : *rows) {
+    auto uri = std::string_view(kv.key).substr(kSubscriptionPrefix.size());
+    if (auto ok = index_del(kResourceSubscribersIndex, subscriber_entry(uri, id().to_string())); !ok) {
+      throw std::runtime_error(ok.error().describe());
+    }
+  }
+}
+
+}  // namespace dorm::actors
