@@ -6,11 +6,15 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "json_out.hpp"
+#include "paging.hpp"
+
 namespace dorm::mcp {
 
 struct ToolRegistry::Entry {
   ToolSpec spec;
   std::unique_ptr<rapidjson::SchemaDocument> input_schema;
+  std::unique_ptr<rapidjson::SchemaDocument> output_schema;  // null: the tool has none
 };
 
 namespace {
@@ -39,55 +43,25 @@ bool exposed(Exposure tool, Exposure audience) {
   return tool == Exposure::both || tool == audience;
 }
 
-// Cursors name the next tool, hex-encoded: opaque to clients, stable while the registry
-// does not change, and checkable.
-std::string to_cursor(std::string_view name) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : name) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xf]);
-  }
-  return out;
+// Why a document failed `validator`: the keyword, where in the document, where in the schema.
+std::string schema_mismatch(const rapidjson::SchemaValidator& validator) {
+  rapidjson::StringBuffer where;
+  validator.GetInvalidSchemaPointer().StringifyUriFragment(where);
+  rapidjson::StringBuffer what;
+  validator.GetInvalidDocumentPointer().StringifyUriFragment(what);
+  std::string at = what.GetSize() > 1 ? std::string(what.GetString() + 1, what.GetSize() - 1) : "";
+  return "'" + std::string(validator.GetInvalidSchemaKeyword()) + "' fails at " +
+         (at.empty() ? std::string("the top level") : "'" + at + "'") + " (schema " +
+         std::string(where.GetString(), where.GetSize()) + ")";
 }
 
-std::optional<std::string> from_cursor(std::string_view cursor) {
-  if (cursor.empty() || cursor.size() % 2 != 0 || cursor.size() > 256) return std::nullopt;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < cursor.size(); i += 2) {
-    int hi = digit(cursor[i]);
-    int lo = digit(cursor[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi << 4 | lo));
-  }
-  return out;
+std::unique_ptr<rapidjson::SchemaDocument> compile(const std::string& schema_json) {
+  rapidjson::Document schema;
+  schema.Parse(schema_json.data(), schema_json.size());
+  return std::make_unique<rapidjson::SchemaDocument>(schema);
 }
 
 }  // namespace
-
-ToolResult ToolResult::text(std::string_view text, bool is_error) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.StartObject();
-  w.Key("content");
-  w.StartArray();
-  w.StartObject();
-  w.Key("type");
-  w.String("text");
-  w.Key("text");
-  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
-  w.EndObject();
-  w.EndArray();
-  w.Key("isError");
-  w.Bool(is_error);
-  w.EndObject();
-  return ToolResult{std::string(buffer.GetString(), buffer.GetSize())};
-}
 
 ToolRegistry::ToolRegistry() = default;
 ToolRegistry::~ToolRegistry() = default;
@@ -105,10 +79,9 @@ Result<void> ToolRegistry::add(ToolSpec spec) {
   if (!spec.annotations.empty() && !is_json_object(spec.annotations)) {
     return bad_tool(spec.name, "annotations is not a JSON object");
   }
-  rapidjson::Document schema;
-  schema.Parse(spec.input_schema.data(), spec.input_schema.size());
   auto entry = std::make_unique<Entry>();
-  entry->input_schema = std::make_unique<rapidjson::SchemaDocument>(schema);
+  entry->input_schema = compile(spec.input_schema);
+  if (!spec.output_schema.empty()) entry->output_schema = compile(spec.output_schema);
   entry->spec = std::move(spec);
   entries_.push_back(std::move(entry));
   return {};
@@ -132,69 +105,55 @@ Result<void> ToolRegistry::validate_arguments(const Entry& entry,
   }
   rapidjson::SchemaValidator validator(*entry.input_schema);
   if (args.Accept(validator)) return {};
-  rapidjson::StringBuffer where;
-  validator.GetInvalidSchemaPointer().StringifyUriFragment(where);
-  rapidjson::StringBuffer what;
-  validator.GetInvalidDocumentPointer().StringifyUriFragment(what);
-  std::string at = what.GetSize() > 1 ? std::string(what.GetString() + 1, what.GetSize() - 1) : "";
   return Error{ErrorCode::invalid_argument,
-               "arguments do not match the input schema: '" +
-                   std::string(validator.GetInvalidSchemaKeyword()) + "' fails at " +
-                   (at.empty() ? std::string("the top level") : "'" + at + "'") +
-                   " (schema " + std::string(where.GetString(), where.GetSize()) + ")"};
+               "arguments do not match the input schema: " + schema_mismatch(validator)};
+}
+
+Result<void> ToolRegistry::check_structured(const Entry& entry, const ToolResult& result) const {
+  if (!entry.output_schema) return {};
+  rapidjson::Document doc;
+  doc.Parse(result.json.data(), result.json.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
+    return Error{ErrorCode::invalid_argument, "the result is not a JSON object"};
+  }
+  if (doc.HasMember("isError") && doc["isError"].IsBool() && doc["isError"].GetBool()) return {};
+  if (!doc.HasMember("structuredContent")) {
+    return Error{ErrorCode::invalid_argument,
+                 "tool '" + entry.spec.name +
+                     "' has an output schema but its result has no structuredContent"};
+  }
+  rapidjson::SchemaValidator validator(*entry.output_schema);
+  if (doc["structuredContent"].Accept(validator)) return {};
+  return Error{ErrorCode::invalid_argument, "tool '" + entry.spec.name +
+                                                "': structuredContent does not match the "
+                                                "output schema: " +
+                                                schema_mismatch(validator)};
 }
 
 Result<ToolRegistry::Page> ToolRegistry::list(std::optional<std::string_view> cursor,
                                               std::size_t page_size, Exposure audience) const {
-  std::size_t start = 0;
-  if (cursor) {
-    auto name = from_cursor(*cursor);
-    bool found = false;
-    if (name) {
-      for (std::size_t i = 0; i < entries_.size(); ++i) {
-        if (entries_[i]->spec.name == *name && exposed(entries_[i]->spec.exposure, audience)) {
-          start = i;
-          found = true;
-          break;
-        }
-      }
-    }
-    if (!found) return Error{ErrorCode::invalid_argument, "invalid cursor"};
-  }
-  if (page_size == 0) page_size = 1;
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  auto raw = [&](const char* key, const std::string& json) {
-    w.Key(key);
-    w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
-  };
-  auto str = [&](const char* key, const std::string& s) {
-    w.Key(key);
-    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-  };
-  Page page;
-  std::size_t listed = 0;
-  w.StartArray();
-  for (std::size_t i = start; i < entries_.size(); ++i) {
+  detail::JsonOut out;
+  out.writer().StartArray();
+  auto visible = [&](std::size_t i) -> std::optional<std::string_view> {
     const auto& spec = entries_[i]->spec;
-    if (!exposed(spec.exposure, audience)) continue;
-    if (listed == page_size) {
-      page.next_cursor = to_cursor(spec.name);
-      break;
-    }
-    w.StartObject();
-    str("name", spec.name);
-    if (!spec.title.empty()) str("title", spec.title);
-    str("description", spec.description);
-    raw("inputSchema", spec.input_schema);
-    if (!spec.output_schema.empty()) raw("outputSchema", spec.output_schema);
-    if (!spec.annotations.empty()) raw("annotations", spec.annotations);
-    w.EndObject();
-    ++listed;
-  }
-  w.EndArray();
-  page.tools_json.assign(buffer.GetString(), buffer.GetSize());
-  return page;
+    if (!exposed(spec.exposure, audience)) return std::nullopt;
+    return spec.name;
+  };
+  auto write = [&](std::size_t i) {
+    const auto& spec = entries_[i]->spec;
+    out.writer().StartObject();
+    out.member("name", spec.name);
+    out.optional_member("title", spec.title);
+    out.member("description", spec.description);
+    out.raw_member("inputSchema", spec.input_schema);
+    if (!spec.output_schema.empty()) out.raw_member("outputSchema", spec.output_schema);
+    if (!spec.annotations.empty()) out.raw_member("annotations", spec.annotations);
+    out.writer().EndObject();
+  };
+  auto next = detail::walk_page(entries_.size(), cursor, page_size, visible, write);
+  if (!next) return std::move(next).error();
+  out.writer().EndArray();
+  return Page{out.text(), std::move(*next)};
 }
 
 std::size_t ToolRegistry::size() const { return entries_.size(); }

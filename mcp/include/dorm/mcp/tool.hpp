@@ -15,7 +15,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "dorm/mcp/content.hpp"
 #include "dorm/result.hpp"
 
 namespace dorm::mcp {
@@ -28,6 +30,13 @@ struct ToolResult {
   // A failed call (isError: true) with `message` as its text. Tool failures, argument
   // validation included, are results, not protocol errors (MCP 2025-11-25).
   static ToolResult error(std::string_view message) { return text(message, true); }
+  // {"content":[BLOCKS…],"isError":IS_ERROR[,"structuredContent":STRUCTURED]}.
+  // `structured_content_json` must be a JSON object (a tool with an outputSchema must send
+  // one that fits it, see ToolRegistry::check_structured); when it is not, the result is
+  // an error result saying so. With structured content and no blocks, the content is one
+  // text block holding the structured JSON, as MCP asks for older clients.
+  static ToolResult of(const std::vector<Content>& content, bool is_error = false,
+                       std::optional<std::string> structured_content_json = {});
 };
 
 // The session's durable storage as a tool sees it: its own keys, apart from the

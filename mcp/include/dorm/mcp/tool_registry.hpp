@@ -8,6 +8,9 @@
 // validator, which implements JSON Schema draft-04: keywords of later drafts (such as
 // 2020-12's `prefixItems` or `$defs` references) are listed verbatim but not enforced.
 //
+// A tool with an output schema is held to it: check_structured() validates the
+// structuredContent of its results with the same draft-04 validator.
+//
 // Filled once at start-up, then read from every session concurrently: add() is not
 // thread-safe, everything const is.
 #pragma once
@@ -57,6 +60,12 @@ class ToolRegistry {
   // Checks `arguments_json` (a JSON object) against the tool's input schema. Errors:
   // invalid_argument saying where and why the arguments do not fit.
   Result<void> validate_arguments(const Entry& entry, std::string_view arguments_json) const;
+  // Checks a call's result against the tool's output schema: a tool with an outputSchema
+  // must return structuredContent that fits it (MCP 2025-11-25); an error result
+  // (isError: true) need not. A tool without an output schema always passes. Errors:
+  // invalid_argument naming the tool and saying what is missing or where it does not
+  // fit; the session turns that into an isError result and logs it.
+  Result<void> check_structured(const Entry& entry, const ToolResult& result) const;
 
   struct Page {
     std::string tools_json;                 // a JSON array of Tool objects

@@ -1,0 +1,32 @@
+// Completion — suggestions for a prompt's arguments and a resource template's variables
+// (MCP `completion/complete`).
+//
+// A prompt argument or a template variable may have a Completer: given what the user has
+// typed so far and the values already chosen for the other arguments (2025-06-18's
+// `context.arguments`), it returns the candidate values, best first. One response lists
+// at most kMaxCompletionValues of them, with the total and whether there were more, so a
+// completer may return every match and leave the cut to this layer. Completers run
+// inside a session's turn, called concurrently by different sessions: they must be
+// thread-safe and quick.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dorm::mcp {
+
+// MCP caps `completion.values` at 100 per response.
+inline constexpr std::size_t kMaxCompletionValues = 100;
+
+// Argument (or variable) name → value.
+using CompletionArguments = std::map<std::string, std::string, std::less<>>;
+
+// (the partial value, the other arguments already chosen) → candidates, best first.
+using Completer = std::function<std::vector<std::string>(std::string_view value,
+                                                         const CompletionArguments& context)>;
+
+}  // namespace dorm::mcp
