@@ -5,12 +5,18 @@
 #include "conformance_fixtures.hpp"
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <functional>
+#include <vector>
 
 #include "dorm/mcp/content.hpp"
+#include "dorm/mcp/prompt_registry.hpp"
+#include "dorm/mcp/resource_registry.hpp"
 
 namespace dorm::actors {
 namespace {
@@ -215,7 +221,119 @@ std::vector<ToolSpec> tools() {
   return out;
 }
 
+// A fixed resource whose read returns `contents` as they are.
+mcp::ResourceSpec fixed_resource(const char* uri, const char* name, const char* description,
+                                 mcp::ResourceContents contents) {
+  mcp::ResourceSpec r;
+  r.uri = uri;
+  r.name = name;
+  r.description = description;
+  r.mime_type = contents.mime_type;
+  r.read = [contents](const mcp::ResourceRead&) -> Result<std::vector<mcp::ResourceContents>> {
+    return std::vector<mcp::ResourceContents>{contents};
+  };
+  return r;
+}
+
+mcp::PromptSpec fixed_prompt(const char* name, const char* description,
+                             std::vector<mcp::PromptMessage> messages) {
+  mcp::PromptSpec p;
+  p.name = name;
+  p.description = description;
+  p.handler = [result = mcp::prompt_result(messages)](const mcp::PromptGet&) -> Result<std::string> {
+    return result;
+  };
+  return p;
+}
+
+mcp::PromptArgument required(const char* name, const char* description) {
+  mcp::PromptArgument a;
+  a.name = name;
+  a.description = description;
+  a.required = true;
+  return a;
+}
+
+// Completes an argument from a few fixed words that start with what was typed.
+std::vector<std::string> words_starting_with(std::string_view typed, const mcp::CompletionArguments&) {
+  std::vector<std::string> out;
+  for (const char* word : {"paris", "park", "party", "test", "testing", "tested"}) {
+    if (std::string_view(word).starts_with(typed)) out.emplace_back(word);
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<void> register_conformance_resources(mcp::ResourceRegistry& registry) {
+  for (auto spec : {
+           fixed_resource("test://static-text", "Static text", "A text resource that never changes.",
+                          mcp::ResourceContents::text("test://static-text",
+                                                      "This is the content of the static text resource.",
+                                                      "text/plain")),
+           fixed_resource("test://static-binary", "Static binary", "A 1x1 PNG image.",
+                          mcp::ResourceContents::blob("test://static-binary", kRedPixelPng, "image/png")),
+           fixed_resource("test://watched-resource", "Watched resource",
+                          "A resource clients subscribe to for updates.",
+                          mcp::ResourceContents::text("test://watched-resource", "Watched resource content.",
+                                                      "text/plain")),
+       }) {
+    if (auto ok = registry.add(std::move(spec)); !ok) return ok;
+  }
+  mcp::ResourceTemplateSpec t;
+  t.uri_template = "test://template/{id}/data";
+  t.name = "Template data";
+  t.description = "JSON data for the id in the URI.";
+  t.mime_type = "application/json";
+  t.read = [](const mcp::ResourceRead& read) -> Result<std::vector<mcp::ResourceContents>> {
+    const std::string& id = read.variables.at("id");
+    rapidjson::Document data(rapidjson::kObjectType);
+    auto& a = data.GetAllocator();
+    data.AddMember("id", rapidjson::Value(id.c_str(), a), a);
+    data.AddMember("templateTest", true, a);
+    data.AddMember("data", rapidjson::Value(("Data for ID: " + id).c_str(), a), a);
+    return std::vector<mcp::ResourceContents>{
+        mcp::ResourceContents::text(std::string(read.uri), json_of(data), "application/json")};
+  };
+  t.completions.emplace("id", words_starting_with);
+  return registry.add_template(std::move(t));
+}
+
+Result<void> register_conformance_prompts(mcp::PromptRegistry& registry) {
+  using mcp::PromptMessage;
+  if (auto ok = registry.add(fixed_prompt("test_simple_prompt", "A prompt without arguments.",
+                                          {PromptMessage::user(Content::text("This is a simple prompt for testing."))}));
+      !ok) {
+    return ok;
+  }
+  if (auto ok = registry.add(fixed_prompt("test_prompt_with_image", "A prompt with an image.",
+                                          {PromptMessage::user(Content::image(kRedPixelPng, "image/png")),
+                                           PromptMessage::user(Content::text("Please analyze the image above."))}));
+      !ok) {
+    return ok;
+  }
+  mcp::PromptSpec with_arguments;
+  with_arguments.name = "test_prompt_with_arguments";
+  with_arguments.description = "A prompt with two required arguments.";
+  with_arguments.arguments = {required("arg1", "First test argument"), required("arg2", "Second test argument")};
+  with_arguments.arguments[0].complete = words_starting_with;
+  with_arguments.handler = [](const mcp::PromptGet& get) -> Result<std::string> {
+    return mcp::prompt_result({PromptMessage::user(Content::text(
+        "Prompt with arguments: arg1='" + get.arguments.at("arg1") + "', arg2='" + get.arguments.at("arg2") + "'"))});
+  };
+  if (auto ok = registry.add(std::move(with_arguments)); !ok) return ok;
+  mcp::PromptSpec embedded;
+  embedded.name = "test_prompt_with_embedded_resource";
+  embedded.description = "A prompt that embeds the resource it is given.";
+  embedded.arguments = {required("resourceUri", "URI of the resource to embed")};
+  embedded.handler = [](const mcp::PromptGet& get) -> Result<std::string> {
+    return mcp::prompt_result(
+        {PromptMessage::user(Content::embedded(mcp::ResourceContents::text(
+             get.arguments.at("resourceUri"), "Embedded resource content for testing.", "text/plain"))),
+         PromptMessage::user(Content::text("Please process the embedded resource above."))});
+  };
+  return registry.add(std::move(embedded));
+}
 
 Result<void> register_conformance_tools(mcp::ToolRegistry& registry) {
   for (auto& spec : tools()) {

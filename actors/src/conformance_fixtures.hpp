@@ -2,6 +2,8 @@
 // "conformance" set). Internal to actors/src.
 #pragma once
 
+#include "dorm/mcp/prompt_registry.hpp"
+#include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/result.hpp"
 
@@ -9,5 +11,9 @@ namespace dorm::actors {
 
 // The tools the suite's tools-* , elicitation-* and json-schema-* scenarios call.
 Result<void> register_conformance_tools(mcp::ToolRegistry& registry);
+// The resources, the template and the prompts of its resources-*, prompts-* and
+// completion-* scenarios.
+Result<void> register_conformance_resources(mcp::ResourceRegistry& registry);
+Result<void> register_conformance_prompts(mcp::PromptRegistry& registry);
 
 }  // namespace dorm::actors

@@ -242,19 +242,27 @@ constexpr std::array<std::string_view, 2> kSets = {"testing", "conformance"};
 
 std::span<const std::string_view> fixture_sets() { return kSets; }
 
-Result<void> register_fixtures(mcp::ToolRegistry& registry, std::string_view name) {
+Result<void> register_fixtures(const FixtureTargets& into, std::string_view name) {
   if (name == "testing") {
     for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask}) {
-      if (auto ok = registry.add(make()); !ok) return ok;
+      if (auto ok = into.tools.add(make()); !ok) return ok;
     }
     return {};
   }
   if (name == "conformance") {
-    if (auto ok = registry.add(test_reconnection()); !ok) return ok;
-    return register_conformance_tools(registry);
+    if (auto ok = into.tools.add(test_reconnection()); !ok) return ok;
+    if (auto ok = register_conformance_tools(into.tools); !ok) return ok;
+    if (auto ok = register_conformance_resources(into.resources); !ok) return ok;
+    return register_conformance_prompts(into.prompts);
   }
   return Error{ErrorCode::invalid_argument,
                "unknown fixture set '" + std::string(name) + "': known sets are testing, conformance"};
+}
+
+Result<void> register_fixtures(mcp::ToolRegistry& tools, std::string_view name) {
+  mcp::ResourceRegistry resources;  // left out: see the header
+  mcp::PromptRegistry prompts;
+  return register_fixtures(FixtureTargets{tools, resources, prompts}, name);
 }
 
 }  // namespace dorm::actors

@@ -299,6 +299,48 @@ void McpSession::handle(const SessionCall& call) {
   }
 }
 
+// Exactly what this server has: a capability for each kind of thing registered. The
+// registries are fixed at start-up, so no list ever changes (listChanged: false).
+void McpSession::write_capabilities(JsonWriter& w) const {
+  auto flag = [&w](const char* key, bool value) {
+    w.Key(key);
+    w.Bool(value);
+  };
+  const bool tools = options_.tools && options_.tools->size() > 0;
+  const bool resources = options_.resources && !options_.resources->empty();
+  const bool prompts = options_.prompts && !options_.prompts->empty();
+  w.StartObject();
+  if (tools) {
+    w.Key("tools");
+    w.StartObject();
+    flag("listChanged", false);
+    w.EndObject();
+  }
+  if (resources) {
+    w.Key("resources");
+    w.StartObject();
+    flag("subscribe", options_.resources->supports_subscribe());
+    flag("listChanged", false);
+    w.EndObject();
+  }
+  if (prompts) {
+    w.Key("prompts");
+    w.StartObject();
+    flag("listChanged", false);
+    w.EndObject();
+  }
+  // Prompt arguments and template variables are what completion/complete completes.
+  if (prompts || (resources && options_.resources->template_count() > 0)) {
+    w.Key("completions");
+    w.StartObject();
+    w.EndObject();
+  }
+  w.Key("logging");
+  w.StartObject();
+  w.EndObject();
+  w.EndObject();
+}
+
 HttpResponse McpSession::initialize(const SessionCall& call) {
   const Message& request = call.messages.at(0);
   if (meta_) {
@@ -336,16 +378,7 @@ HttpResponse McpSession::initialize(const SessionCall& call) {
   w.Key("protocolVersion");
   w.String(meta_->protocol_version.c_str());
   w.Key("capabilities");
-  w.StartObject();
-  w.Key("tools");
-  w.StartObject();
-  w.Key("listChanged");
-  w.Bool(false);
-  w.EndObject();
-  w.Key("logging");
-  w.StartObject();
-  w.EndObject();
-  w.EndObject();
+  write_capabilities(w);
   w.Key("serverInfo");
   w.StartObject();
   w.Key("name");

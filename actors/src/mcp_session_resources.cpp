@@ -21,6 +21,8 @@ namespace {
 
 constexpr std::string_view kSubscriptionPrefix = "s/";
 constexpr std::size_t kScanPage = 1024;
+// MCP's "resource not found" error code.
+constexpr int kResourceNotFound = -32002;
 
 std::string subscription_key(std::string_view uri) { return std::string(kSubscriptionPrefix) + std::string(uri); }
 
@@ -81,10 +83,15 @@ std::string McpSession::subscribe(const Message& request, bool on) {
                                    std::to_string(kMaxSubscribedUriBytes) +
                                    " bytes without NUL characters");
   }
-  if (on && !(options_.resources && options_.resources->knows(text))) {
-    return mcp::error_response(request.id, mcp::kResourceNotFound,
-                               "no resource has the uri " + std::string(text),
-                               resource_uri_data(text));
+  if (on && !(options_.resources && options_.resources->names(text))) {
+    rapidjson::StringBuffer data;
+    JsonWriter w(data);
+    w.StartObject();
+    w.Key("uri");
+    w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+    w.EndObject();
+    return mcp::error_response(request.id, kResourceNotFound,
+                               "no resource has the uri " + std::string(text), data.GetString());
   }
   const std::string entry = subscriber_entry(text, id().to_string());
   if (on) {

@@ -161,6 +161,16 @@ Result<std::string> ResourceRegistry::read(std::string_view uri, ToolStorage& st
   return Error{ErrorCode::not_found, "unknown resource: " + std::string(uri)};
 }
 
+bool ResourceRegistry::names(std::string_view uri) const {
+  for (const auto& r : resources_) {
+    if (r.uri == uri) return true;
+  }
+  for (const auto& t : templates_) {
+    if (t->parsed.match(uri)) return true;
+  }
+  return false;
+}
+
 Result<std::vector<std::string>> ResourceRegistry::complete(
     std::string_view uri_template, std::string_view variable, std::string_view value,
     const CompletionArguments& context) const {

@@ -169,8 +169,10 @@ int serve(const ServeOptions& options) {
     endpoint_options.policy.allowed_hosts.push_back(host);
   }
   mcp::ToolRegistry tools;
+  mcp::ResourceRegistry resources;
+  mcp::PromptRegistry prompts;
   for (const auto& set : options.fixtures) {
-    if (auto ok = actors::register_fixtures(tools, set); !ok) {
+    if (auto ok = actors::register_fixtures({tools, resources, prompts}, set); !ok) {
       log::error("bad_fixtures", {{"error", ok.error().message}});
       return 1;
     }
@@ -234,6 +236,8 @@ int serve(const ServeOptions& options) {
   actors::McpSessionOptions session_options;
   session_options.server_version = kVersion;
   session_options.tools = &tools;
+  session_options.resources = &resources;
+  session_options.prompts = &prompts;
   session_options.page_size = options.tools_page_size;
   session_options.retry_ms = options.retry_ms;
   session_options.session_ttl = std::chrono::seconds(options.session_ttl_s);

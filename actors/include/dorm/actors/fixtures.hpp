@@ -13,7 +13,9 @@
 //   ask {method, params?}  sends the client a request (elicitation, sampling, roots,
 //                    ping); returns its result as JSON text, or an error result
 //
-// "conformance" (the conformance suite's server fixtures; more come later):
+// "conformance": every tool, resource, resource template and prompt the official
+//   conformance suite's 32 server scenarios use (test_simple_text, test://static-text,
+//   test_prompt_with_arguments, ...), plus
 //   test_reconnection  closes its connection after the priming event; the result comes
 //                      on the client's resume
 #pragma once
@@ -22,14 +24,25 @@
 #include <string>
 #include <string_view>
 
+#include "dorm/mcp/prompt_registry.hpp"
+#include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/result.hpp"
 
 namespace dorm::actors {
 
+// Where a fixture set goes.
+struct FixtureTargets {
+  mcp::ToolRegistry& tools;
+  mcp::ResourceRegistry& resources;
+  mcp::PromptRegistry& prompts;
+};
+
 // Registers the fixture set `name`. Errors: invalid_argument for an unknown set (naming
 // the known ones), or a registry error (a name already taken).
-Result<void> register_fixtures(mcp::ToolRegistry& registry, std::string_view name);
+Result<void> register_fixtures(const FixtureTargets& into, std::string_view name);
+// Only the set's tools (for tests that need no resources or prompts).
+Result<void> register_fixtures(mcp::ToolRegistry& tools, std::string_view name);
 
 // The fixture sets there are.
 std::span<const std::string_view> fixture_sets();

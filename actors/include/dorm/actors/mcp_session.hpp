@@ -12,6 +12,9 @@
 // endpoint sends them, and so can a test on virtual time.
 #pragma once
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -23,6 +26,8 @@
 #include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/mcp/sse_sink.hpp"
+#include "dorm/mcp/prompt_registry.hpp"
+#include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/runtime/runtime.hpp"
 
@@ -31,8 +36,11 @@ namespace dorm::actors {
 struct McpSessionOptions {
   std::string server_name = "dorm";
   std::string server_version;
-  // The tools this server offers (null: none). Must outlive every session.
+  // The tools, resources and prompts this server offers (null: none). Each must outlive
+  // every session; `initialize` announces a capability only for what is there.
   const mcp::ToolRegistry* tools = nullptr;
+  const mcp::ResourceRegistry* resources = nullptr;
+  const mcp::PromptRegistry* prompts = nullptr;
   // tools/list page size.
   std::size_t page_size = 100;
   // How long a tool waits for the client to answer a request it sent (elicitation,
@@ -78,6 +86,7 @@ class McpSession : public DurableObject {
  private:
   void handle(const mcp::SessionCall& call);
   mcp::HttpResponse initialize(const mcp::SessionCall& call);
+  void write_capabilities(rapidjson::Writer<rapidjson::StringBuffer>& w) const;
   void post(const mcp::SessionCall& call);
   // The first request id of `messages` that is already in flight in this session (it has
   // a journal record) or repeats an earlier request of the same POST; none if all are
