@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "dorm/actors/namespaces.hpp"
+#include "dorm/mcp/feature_methods.hpp"
 #include "dorm/mcp/protocol_version.hpp"
 #include "dorm/mcp/reap_telemetry.hpp"
 #include "dorm/mcp/request_checks.hpp"
@@ -606,34 +607,35 @@ void McpSession::on_alarm(const AlarmInfo& info) {
 
 void McpSession::answer(const Message& request, const std::shared_ptr<Exchange>& exchange) {
   const auto& method = request.method;
-  if (method == "ping") return emit(*exchange, mcp::result_response(*request.id, "{}"));
-  if (method == "tools/list") return emit(*exchange, list_tools(request));
+  const auto& id = *request.id;
+  const auto& params = request.params;
+  const std::size_t page = options_.page_size;
+  auto reply = [&](const mcp::MethodResult& result) { emit(*exchange, mcp::to_response(id, result)); };
+  if (method == "ping") return emit(*exchange, mcp::result_response(id, "{}"));
   if (method == "tools/call") return call_tool(request, exchange);
+  if (method == "tools/list") return reply(mcp::tools_list_result(options_.tools, params, page));
+  if (method == "resources/list") return reply(mcp::resources_list_result(options_.resources, params, page));
+  if (method == "resources/templates/list") {
+    return reply(mcp::resources_templates_list_result(options_.resources, params, page));
+  }
+  if (method == "resources/read") {
+    return reply(mcp::resources_read_result(options_.resources, params, *tool_storage_));
+  }
+  if (method == "resources/subscribe" || method == "resources/unsubscribe") {
+    if (!options_.resources || !options_.resources->supports_subscribe()) {
+      return emit(*exchange, mcp::error_response(request.id, mcp::kMethodNotFound,
+                                                 "this server offers no resource subscriptions"));
+    }
+    return emit(*exchange, subscribe(request, method == "resources/subscribe"));
+  }
+  if (method == "prompts/list") return reply(mcp::prompts_list_result(options_.prompts, params, page));
+  if (method == "prompts/get") return reply(mcp::prompts_get_result(options_.prompts, params, *tool_storage_));
+  if (method == "completion/complete") {
+    return reply(mcp::completion_complete_result(options_.resources, options_.prompts, params));
+  }
   if (method == "logging/setLevel") return emit(*exchange, set_log_level(request));
   emit(*exchange, mcp::error_response(request.id, mcp::kMethodNotFound,
                                       "method not found: " + method));
-}
-
-std::string McpSession::list_tools(const Message& request) {
-  rapidjson::Document params;
-  if (!parse_params(request, params)) {
-    return mcp::error_response(request.id, mcp::kInvalidParams, "params must be an object");
-  }
-  std::optional<std::string_view> cursor;
-  if (const rapidjson::Value* value = member(params, "cursor")) {
-    if (!value->IsString()) {
-      return mcp::error_response(request.id, mcp::kInvalidParams, "cursor must be a string");
-    }
-    cursor = std::string_view(value->GetString(), value->GetStringLength());
-  }
-  mcp::ToolRegistry empty;
-  const mcp::ToolRegistry& tools = options_.tools ? *options_.tools : empty;
-  auto page = tools.list(cursor, options_.page_size);
-  if (!page) return mcp::error_response(request.id, mcp::kInvalidParams, page.error().message);
-  std::string result = "{\"tools\":" + page->tools_json;
-  if (page->next_cursor) result += ",\"nextCursor\":\"" + *page->next_cursor + "\"";
-  result += "}";
-  return mcp::result_response(*request.id, result);
 }
 
 std::string McpSession::set_log_level(const Message& request) {

@@ -11,6 +11,7 @@
 #include "mcp_session_internal.hpp"
 
 #include "dorm/actors/namespaces.hpp"
+#include "dorm/mcp/feature_methods.hpp"
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::actors {
@@ -21,8 +22,7 @@ namespace {
 
 constexpr std::string_view kSubscriptionPrefix = "s/";
 constexpr std::size_t kScanPage = 1024;
-// MCP's "resource not found" error code.
-constexpr int kResourceNotFound = -32002;
+
 
 std::string subscription_key(std::string_view uri) { return std::string(kSubscriptionPrefix) + std::string(uri); }
 
@@ -90,7 +90,7 @@ std::string McpSession::subscribe(const Message& request, bool on) {
     w.Key("uri");
     w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
     w.EndObject();
-    return mcp::error_response(request.id, kResourceNotFound,
+    return mcp::error_response(request.id, mcp::kResourceNotFound,
                                "no resource has the uri " + std::string(text), data.GetString());
   }
   const std::string entry = subscriber_entry(text, id().to_string());

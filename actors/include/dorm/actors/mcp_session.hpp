@@ -100,7 +100,6 @@ class McpSession : public DurableObject {
   // Answers one request of a POST on `exchange`: at once, or (tools/call) once its tool
   // finishes.
   void answer(const mcp::Message& request, const std::shared_ptr<Exchange>& exchange);
-  std::string list_tools(const mcp::Message& request);
   std::string set_log_level(const mcp::Message& request);
   void call_tool(const mcp::Message& request, const std::shared_ptr<Exchange>& exchange);
   // Sends the exchange's response once it has everything (after this turn commits).
