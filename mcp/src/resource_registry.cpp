@@ -161,6 +161,13 @@ Result<std::string> ResourceRegistry::read(std::string_view uri, ToolStorage& st
   return Error{ErrorCode::not_found, "unknown resource: " + std::string(uri)};
 }
 
+bool ResourceRegistry::contains(std::string_view uri) const {
+  return std::any_of(resources_.begin(), resources_.end(),
+                     [&](const ResourceSpec& r) { return r.uri == uri; }) ||
+         std::any_of(templates_.begin(), templates_.end(),
+                     [&](const auto& t) { return t->parsed.match(uri).has_value(); });
+}
+
 Result<std::vector<std::string>> ResourceRegistry::complete(
     std::string_view uri_template, std::string_view variable, std::string_view value,
     const CompletionArguments& context) const {
