@@ -83,7 +83,7 @@ std::string McpSession::subscribe(const Message& request, bool on) {
                                    std::to_string(kMaxSubscribedUriBytes) +
                                    " bytes without NUL characters");
   }
-  if (on && !(options_.resources && options_.resources->names(text))) {
+  if (on && !(options_.resources && options_.resources->contains(text))) {
     rapidjson::StringBuffer data;
     JsonWriter w(data);
     w.StartObject();

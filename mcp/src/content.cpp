@@ -11,6 +11,8 @@ template <class... F>
 struct Overload : F... {
   using F::operator()...;
 };
+template <class... F>
+Overload(F...) -> Overload<F...>;  // clang 14 does not deduce aggregates yet
 
 void write_link(JsonOut& out, const ResourceLink& link) {
   out.member("type", "resource_link");

@@ -50,7 +50,10 @@ Result<PromptArguments> read_arguments(const PromptSpec& prompt, std::string_vie
     if (detail::parse_json(json, doc) || !doc.IsObject()) {
       return bad_prompt(prompt.name, "arguments must be a JSON object");
     }
-    for (const auto& member : doc.GetObject()) {
+    // Through a const reference: clang in C++20 mode warns that RapidJSON 1.1's mutable
+    // member iterators compare ambiguously.
+    const rapidjson::Value& object = doc;
+    for (const auto& member : object.GetObject()) {
       std::string name(member.name.GetString(), member.name.GetStringLength());
       if (!member.value.IsString()) {
         return bad_prompt(prompt.name, "argument '" + name + "' must be a string");

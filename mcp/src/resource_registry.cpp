@@ -161,14 +161,11 @@ Result<std::string> ResourceRegistry::read(std::string_view uri, ToolStorage& st
   return Error{ErrorCode::not_found, "unknown resource: " + std::string(uri)};
 }
 
-bool ResourceRegistry::names(std::string_view uri) const {
-  for (const auto& r : resources_) {
-    if (r.uri == uri) return true;
-  }
-  for (const auto& t : templates_) {
-    if (t->parsed.match(uri)) return true;
-  }
-  return false;
+bool ResourceRegistry::contains(std::string_view uri) const {
+  return std::any_of(resources_.begin(), resources_.end(),
+                     [&](const ResourceSpec& r) { return r.uri == uri; }) ||
+         std::any_of(templates_.begin(), templates_.end(),
+                     [&](const auto& t) { return t->parsed.match(uri).has_value(); });
 }
 
 Result<std::vector<std::string>> ResourceRegistry::complete(

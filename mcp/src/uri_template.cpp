@@ -1,7 +1,6 @@
 #include "dorm/mcp/uri_template.hpp"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace dorm::mcp {
 namespace {
@@ -141,6 +140,7 @@ Result<UriTemplate> UriTemplate::parse(std::string_view text) {
       return bad_template(text, "a ':' or '*' modifier (RFC 6570 level 4)", i);
     }
     if (!valid_varname(expr)) return bad_template(text, "a bad variable name", i);
+    if (t.has_variable(expr)) return bad_template(text, "a variable used twice", i);
     // Two variables side by side could be split anywhere; a fragment starts at its "#".
     if (literal.empty() && !t.parts_.empty() && t.parts_.back().kind != Part::Kind::literal &&
         part.kind != Part::Kind::fragment) {
@@ -195,56 +195,91 @@ std::string UriTemplate::expand(const UriVariables& values) const {
   return out;
 }
 
-// Runs the template over a URI, part by part. Where a variable could end at several
-// places, the longest comes first. Without repeated variables, whether the rest of the
-// template fits from a given (part, offset) does not depend on what was matched before,
-// so failures are remembered and each state is tried once.
+// Matching is a table over (part, offset): fits[k][at] says whether parts k… match the
+// URI from `at` to its end. It is filled from the last part backwards, so each cell costs
+// O(1) and the whole match O(parts × length), whatever the template; then one walk from
+// the start picks, for each variable, the furthest end at which the rest still fits.
 struct UriTemplate::Matcher {
   const std::vector<Part>& parts;
   std::string_view uri;
-  bool remember;  // false when a variable repeats
-  std::unordered_set<std::size_t> failed;
-  UriVariables out;
+  std::vector<std::vector<char>> fits;
+  // stop[at]: the first "/", "?" or "#" at or after `at` (the length if none): a simple
+  // variable starting at `at` ends there at the latest.
+  std::vector<std::size_t> stop;
 
-  bool from(std::size_t part, std::size_t at) {
-    if (part == parts.size()) return at == uri.size();
-    std::size_t state = part * (uri.size() + 1) + at;
-    if (remember && failed.contains(state)) return false;
-    const Part& p = parts[part];
-    bool ok = false;
-    switch (p.kind) {
-      case Part::Kind::literal:
-        ok = uri.substr(at).starts_with(p.text) && from(part + 1, at + p.text.size());
-        break;
-      case Part::Kind::simple:
-      case Part::Kind::reserved:
-        ok = capture(part, at);
-        break;
-      case Part::Kind::fragment:  // "#value", or nothing when undefined
-        ok = (at < uri.size() && uri[at] == '#' && capture(part, at + 1)) || from(part + 1, at);
-        break;
-    }
-    if (!ok && remember) failed.insert(state);
-    return ok;
+  bool may_end(std::size_t k, std::size_t at) const {
+    return fits[k + 1][at] && !inside_escape(uri, at);
+  }
+  std::size_t limit(const Part& p, std::size_t at) const {
+    return p.kind == Part::Kind::simple ? stop[at] : uri.size();
   }
 
-  bool capture(std::size_t part, std::size_t at) {
-    const Part& p = parts[part];
-    std::size_t last = uri.size();
-    if (p.kind == Part::Kind::simple) last = std::min(last, uri.find_first_of("/?#", at));
-    for (std::size_t end = last + 1; end-- > at;) {
-      if (end > at && inside_escape(uri, end)) continue;
-      if (remember) {
-        // The value is decoded once, on the path that fits.
-        if (!from(part + 1, end)) continue;
-        out[p.text] = decode(uri.substr(at, end - at));
-        return true;
+  void fill() {
+    std::size_t n = parts.size();
+    std::size_t size = uri.size();
+    fits.assign(n + 1, std::vector<char>(size + 1, 0));
+    fits[n][size] = 1;
+    stop.assign(size + 1, size);
+    for (std::size_t at = size; at-- > 0;) {
+      bool delimiter = uri[at] == '/' || uri[at] == '?' || uri[at] == '#';
+      stop[at] = delimiter ? at : stop[at + 1];
+    }
+    for (std::size_t k = n; k-- > 0;) {
+      const Part& p = parts[k];
+      if (p.kind == Part::Kind::literal) {
+        for (std::size_t at = 0; at + p.text.size() <= size; ++at) {
+          fits[k][at] = uri.substr(at).starts_with(p.text) && fits[k + 1][at + p.text.size()];
+        }
+        continue;
       }
-      std::string value = decode(uri.substr(at, end - at));
-      auto [it, inserted] = out.emplace(p.text, value);
-      if (!inserted && it->second != value) continue;
-      if (from(part + 1, end)) return true;
-      if (inserted) out.erase(it);
+      // nearest: the first offset at or after `at` where this variable may end.
+      std::size_t nearest = std::string_view::npos;
+      std::vector<char> value_fits(size + 2, 0);  // a value may start at `at`
+      for (std::size_t at = size + 1; at-- > 0;) {
+        if (may_end(k, at)) nearest = at;
+        value_fits[at] = nearest != std::string_view::npos && nearest <= limit(p, at);
+      }
+      for (std::size_t at = 0; at <= size; ++at) {
+        fits[k][at] = p.kind != Part::Kind::fragment
+                          ? value_fits[at]
+                          : (at < size && uri[at] == '#' && value_fits[at + 1]) || fits[k + 1][at];
+      }
+    }
+  }
+
+  // Where the value of variable part k that starts at `at` ends: as late as the rest of
+  // the template allows. Precondition: has_end(k, at).
+  std::size_t furthest_end(std::size_t k, std::size_t at) const {
+    std::size_t end = limit(parts[k], at);
+    while (!may_end(k, end)) --end;
+    return end;
+  }
+
+  UriVariables walk() const {
+    UriVariables out;
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const Part& p = parts[k];
+      if (p.kind == Part::Kind::literal) {
+        at += p.text.size();
+        continue;
+      }
+      if (p.kind == Part::Kind::fragment) {
+        bool defined = at < uri.size() && uri[at] == '#' && has_end(k, at + 1);
+        if (!defined) continue;  // the rest fits from here: fits[k + 1][at]
+        ++at;
+      }
+      std::size_t end = furthest_end(k, at);
+      out[p.text] = decode(uri.substr(at, end - at));
+      at = end;
+    }
+    return out;
+  }
+
+  // Whether variable part k, starting at `at`, can end somewhere the rest fits.
+  bool has_end(std::size_t k, std::size_t at) const {
+    for (std::size_t end = limit(parts[k], at) + 1; end-- > at;) {
+      if (may_end(k, end)) return true;
     }
     return false;
   }
@@ -252,12 +287,10 @@ struct UriTemplate::Matcher {
 
 std::optional<UriVariables> UriTemplate::match(std::string_view uri) const {
   if (uri.size() > kMaxMatchBytes || !escapes_well_formed(uri)) return std::nullopt;
-  std::vector<std::string> names = variables();
-  std::size_t expressions = static_cast<std::size_t>(std::count_if(
-      parts_.begin(), parts_.end(), [](const Part& p) { return p.kind != Part::Kind::literal; }));
-  Matcher m{parts_, uri, names.size() == expressions, {}, {}};
-  if (!m.from(0, 0)) return std::nullopt;
-  return std::move(m.out);
+  Matcher m{parts_, uri, {}, {}};
+  m.fill();
+  if (!m.fits[0][0]) return std::nullopt;
+  return m.walk();
 }
 
 }  // namespace dorm::mcp

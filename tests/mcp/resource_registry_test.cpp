@@ -181,6 +181,11 @@ TEST_CASE("resource registry: read finds fixed resources, then templates, with t
   CHECK(*r.read("test://static/other", storage) ==
         R"({"contents":[{"uri":"test://static/other","mimeType":"text/plain","text":"t"}]})");
 
+  CHECK(r.contains("test://static/blob"));
+  CHECK(r.contains("test://template/9/data"));
+  CHECK_FALSE(r.contains("test://template/1/2/data"));
+  CHECK_FALSE(ResourceRegistry().contains("test://static/blob"));
+
   auto unknown = r.read("test://template/1/2/data", storage);
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().code == ErrorCode::not_found);

@@ -38,6 +38,7 @@ TEST_CASE("uri template: bad templates are refused with the reason and the offse
            Case{"a b", "URI template 'a b': a character a URI cannot hold at offset 1"},
            Case{"a%zz", "URI template 'a%zz': a '%' that starts no percent-escape at offset 1"},
            Case{"x/{a}{b}", "URI template 'x/{a}{b}': two expressions with nothing between them at offset 5"},
+           Case{"x/{a}/{+a}", "URI template 'x/{a}/{+a}': a variable used twice at offset 6"},
        }) {
     CAPTURE(c.text);
     auto t = UriTemplate::parse(c.text);
@@ -102,12 +103,22 @@ TEST_CASE("uri template: match finds the variables, and round-trips expand") {
   CHECK(split.match("docs/a%20b/v1") == UriVariables{{"path", "a b"}, {"version", "1"}});
   CHECK_FALSE(split.match("docs/a/b"));
 
-  auto twice = parsed("pair/{x}/{x}");
-  CHECK(twice.match("pair/1/1") == UriVariables{{"x", "1"}});
-  CHECK_FALSE(twice.match("pair/1/2"));
+  auto fragment = parsed("doc/{name}{#section}");
+  CHECK(fragment.match("doc/readme") == UriVariables{{"name", "readme"}});
+  CHECK(fragment.match("doc/readme#a/b") == UriVariables{{"name", "readme"}, {"section", "a/b"}});
+  CHECK(fragment.match("doc/readme#") == UriVariables{{"name", "readme"}, {"section", ""}});
+  CHECK_FALSE(fragment.match("doc/a/b#c"));
 
   auto fixed = parsed("test://static");
   CHECK(fixed.match("test://static") == UriVariables{});
   CHECK_FALSE(fixed.match("test://static2"));
   CHECK_FALSE(parsed("x/{+all}").match("x/" + std::string(UriTemplate::kMaxMatchBytes, 'a')));
+  // Many reserved variables over a long URI: the table keeps this linear in the length.
+  auto many = parsed("{+a}x{+b}x{+c}x{+d}y");
+  std::string long_uri(UriTemplate::kMaxMatchBytes - 1, 'x');
+  CHECK_FALSE(many.match(long_uri));
+  auto split_many = many.match(long_uri + "y");
+  REQUIRE(split_many);
+  CHECK(split_many->at("a").size() == UriTemplate::kMaxMatchBytes - 4);
+  CHECK(split_many->at("d").empty());
 }

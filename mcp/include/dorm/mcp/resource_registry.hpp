@@ -106,9 +106,9 @@ class ResourceRegistry {
   // the exception.
   Result<std::string> read(std::string_view uri, ToolStorage& storage) const;
 
-  // Whether read(uri) would find a handler: a fixed resource has the URI or a template
-  // matches it. For resources/subscribe, which refuses URIs nothing serves.
-  bool names(std::string_view uri) const;
+  // Whether read(uri) would find a handler: a fixed resource has `uri` or a template
+  // matches it. For resources/subscribe, which names a resource without reading it.
+  bool contains(std::string_view uri) const;
 
   // Candidates for `variable` of the template whose text is `uri_template`, as its
   // completer returns them (no completer: none), uncapped (complete() in completion.hpp

@@ -15,7 +15,8 @@
 // Matched values are percent-decoded, so match(expand(v)) == v for every value a simple
 // variable can hold. Where several splits fit, the earlier variable takes the longest.
 // Two expressions side by side (`{a}{b}`), which could be split anywhere, are refused at
-// parse time, except a fragment expression, which starts at its "#".
+// parse time, except a fragment expression, which starts at its "#"; so is a variable
+// used twice (RFC 6570 allows it, but matching would then have to compare values).
 #pragma once
 
 #include <cstddef>
@@ -36,10 +37,11 @@ using UriVariables = std::map<std::string, std::string, std::less<>>;
 class UriTemplate {
  public:
   // Parses `text`. Errors (invalid_argument, quoting the template and saying what and at
-  // which offset): an unclosed "{" or a stray "}", an empty expression, a bad variable name
-  // (names are of [A-Za-z0-9_] and percent-escapes, dot-separated), level 3 or 4 syntax, a
-  // literal character a URI cannot hold (space, control characters, " < > \ ^ ` |) or a "%"
-  // that does not start a percent-escape, and a template longer than kMaxTemplateBytes.
+  // which offset): an unclosed "{" or a stray "}", an empty expression, a bad variable
+  // name (names are of [A-Za-z0-9_] and percent-escapes, dot-separated), level 3 or 4
+  // syntax, two expressions side by side, a variable used twice, a literal character a
+  // URI cannot hold (space, control characters, " ' < > \ ^ ` |), a "%" that does not
+  // start a percent-escape, and a template longer than kMaxTemplateBytes.
   static Result<UriTemplate> parse(std::string_view text);
 
   // Templates longer than this are refused: a template is a registry key that cursors
@@ -55,15 +57,14 @@ class UriTemplate {
   // The URI for `values`; variables not in `values` are undefined (expand to nothing).
   std::string expand(const UriVariables& values) const;
 
-  // The variables for which expand() gives `uri`, or nullopt if there are none. A
-  // variable that appears twice must match the same value twice. A fragment variable
+  // The variables for which expand() gives `uri`, or nullopt if there are none. A fragment
+  // variable
   // whose "#" is absent is left out of the result (undefined). A URI longer than
   // kMaxMatchBytes, or with a "%" that starts no percent-escape, matches nothing.
   std::optional<UriVariables> match(std::string_view uri) const;
 
-  // Matching may try every split of the URI between two variables (quadratic in its
-  // length for a template with several reserved variables); resource URIs are short, so
-  // 8 KiB bounds the work without refusing any real one.
+  // Matching costs time and memory in proportion to the template's parts times the URI's
+  // length; resource URIs are short, so 8 KiB bounds the work without refusing a real one.
   static constexpr std::size_t kMaxMatchBytes = 8192;
 
  private:
