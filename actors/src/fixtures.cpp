@@ -216,6 +216,38 @@ ToolSpec ask() {
   return t;
 }
 
+ToolSpec add() {
+  ToolSpec t;
+  t.name = "add";
+  t.title = "Add";
+  t.description =
+      "Adds a and b and returns {\"sum\": a + b} as structured content that its output "
+      "schema describes; with broken: true it returns the sum as a string instead, which "
+      "does not fit the schema (the server answers with an error result).";
+  t.input_schema =
+      R"({"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"broken":{"type":"boolean"}},"required":["a","b"],"additionalProperties":false})";
+  t.output_schema =
+      R"({"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"],"additionalProperties":false})";
+  t.annotations = R"({"readOnlyHint":true,"idempotentHint":true})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    auto a = args(*ctx);
+    double sum = a["a"].GetDouble() + a["b"].GetDouble();
+    rapidjson::Document out(rapidjson::kObjectType);
+    auto& alloc = out.GetAllocator();
+    bool broken = a.HasMember("broken") && a["broken"].GetBool();
+    if (broken) {
+      out.AddMember("sum", rapidjson::Value(std::to_string(sum).c_str(), alloc), alloc);
+    } else {
+      out.AddMember("sum", sum, alloc);
+    }
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    out.Accept(w);
+    ctx->finish(ToolResult::of({}, false, std::string(buffer.GetString())));
+  };
+  return t;
+}
+
 // The conformance suite's `test_reconnection` (server-sse-polling): after the priming
 // event the server closes the POST connection, and the result arrives on the client's
 // resume GET.
@@ -244,7 +276,7 @@ std::span<const std::string_view> fixture_sets() { return kSets; }
 
 Result<void> register_fixtures(const FixtureTargets& into, std::string_view name) {
   if (name == "testing") {
-    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask}) {
+    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask, add}) {
       if (auto ok = into.tools.add(make()); !ok) return ok;
     }
     return {};

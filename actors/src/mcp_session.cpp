@@ -80,9 +80,11 @@ class McpSession::Storage : public mcp::ToolStorage {
 class McpSession::CallContext : public mcp::ToolContext,
                                 public std::enable_shared_from_this<CallContext> {
  public:
-  CallContext(McpSession& session, std::shared_ptr<Exchange> exchange, mcp::RequestId id,
-              std::string arguments, std::string progress_token)
+  CallContext(McpSession& session, const mcp::ToolRegistry::Entry& tool,
+              std::shared_ptr<Exchange> exchange, mcp::RequestId id, std::string arguments,
+              std::string progress_token)
       : session_(session),
+        tool_(tool),
         exchange_(std::move(exchange)),
         id_(std::move(id)),
         arguments_(std::move(arguments)),
@@ -153,6 +155,13 @@ class McpSession::CallContext : public mcp::ToolContext,
     finished_ = true;
     session_.calls_.erase(id_.to_key());
     session_.drop_client_requests(id_.to_key());
+    if (auto fits = session_.options_.tools->check_structured(tool_, result); !fits) {
+      // The tool broke its own output schema: a server bug, which the client learns of as
+      // a failed call rather than as data that does not fit what was promised.
+      log::error("tool_output_schema_mismatch",
+                 {{"session", session_.session_id_}, {"error", fits.error().message}});
+      result = mcp::ToolResult::error(fits.error().message);
+    }
     session_.emit(*exchange_, mcp::result_response(id_, result.json), id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
@@ -195,6 +204,7 @@ class McpSession::CallContext : public mcp::ToolContext,
 
  private:
   McpSession& session_;
+  const mcp::ToolRegistry::Entry& tool_;
   std::shared_ptr<Exchange> exchange_;
   mcp::RequestId id_;
   std::string arguments_;
@@ -686,7 +696,7 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   log::debug("tool_call_started", {{"session", session_id_},
                                    {"tool", name->GetString()},
                                    {"request", request.id->to_json()}});
-  auto context = std::make_shared<CallContext>(*this, exchange, *request.id, std::move(arguments),
+  auto context = std::make_shared<CallContext>(*this, *entry, exchange, *request.id, std::move(arguments),
                                                std::move(progress_token));
   calls_[request.id->to_key()] = context;
   const auto& handler = options_.tools->spec(*entry).handler;

@@ -25,7 +25,7 @@ const TOOL_MS = 60_000;
 // serve has that flag.
 const SERVE_ARGS = ['--fixtures', 'testing'];
 // The tools `--fixtures testing` registers; tools-list must list each of them.
-const FIXTURE_TOOLS = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin', 'flood', 'announce', 'ask'];
+const FIXTURE_TOOLS = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin', 'flood', 'announce', 'ask', 'add'];
 
 function toolEntry() {
   const pkg = JSON.parse(readFileSync(join(TOOL_DIR, 'package.json'), 'utf8'));

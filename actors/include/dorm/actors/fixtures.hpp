@@ -12,6 +12,8 @@
 //   announce {text}  a notifications/message on the session's standalone (GET) stream
 //   ask {method, params?}  sends the client a request (elicitation, sampling, roots,
 //                    ping); returns its result as JSON text, or an error result
+//   add {a, b, broken?}  {"sum": a+b} as structured content with an output schema;
+//                    broken: a sum that does not fit the schema
 //
 // "conformance": every tool, resource, resource template and prompt the official
 //   conformance suite's 32 server scenarios use (test_simple_text, test://static-text,
