@@ -1,16 +1,16 @@
 // The official MCP conformance tool (@modelcontextprotocol/conformance, pinned in
-// package.json) against `dorm serve`, one short tool run per scenario.
+// package.json) against `dorm serve --fixtures conformance`: the whole server suite in one run.
 //
 // The tool needs Node >= 22, so it runs with the Node 22 binary that the `node` npm package
 // puts in node_modules; these tests themselves run under the system Node 20 like the rest.
-// The tool's exit status ignores WARNINGs, so each scenario is judged here from its
+// The tool's exit status ignores WARNINGs, so the run is judged here from its
 // checks.json files: any FAILURE or WARNING fails the test, and at least one SUCCESS is
 // required (a run that checked nothing is not a pass).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServe, tempDir } from './lib/dorm_process.mjs';
 
@@ -21,11 +21,9 @@ const TOOL_DIR = join(HERE, 'node_modules', '@modelcontextprotocol', 'conformanc
 // Bound for one tool run (a scenario takes about a second; dorm under ASan is slower).
 const TOOL_MS = 60_000;
 
-// Extra `dorm serve` arguments for every scenario: becomes ['--fixtures', 'testing'] once
-// serve has that flag.
-const SERVE_ARGS = ['--fixtures', 'testing'];
-// The tools `--fixtures testing` registers; tools-list must list each of them.
-const FIXTURE_TOOLS = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin', 'flood', 'announce', 'ask', 'add'];
+// `dorm serve --fixtures conformance` registers every tool, resource, template and prompt
+// the suite's server scenarios use.
+const SERVE_ARGS = ['--fixtures', 'conformance'];
 
 function toolEntry() {
   const pkg = JSON.parse(readFileSync(join(TOOL_DIR, 'package.json'), 'utf8'));
@@ -35,14 +33,14 @@ function toolEntry() {
 
 // Runs the tool for one scenario; resolves with {code, signal, output, timedOut}. On
 // timeout the tool is killed by its PID.
-function runTool(url, scenario, outDir) {
+function runTool(url, selection, outDir) {
   for (const [what, path] of [['Node 22', NODE22], ['conformance tool', TOOL_DIR]]) {
     if (!existsSync(path)) throw new Error(`${what} missing at ${path}: run tools/bootstrap (npm ci in tests/e2e)`);
   }
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // set by `node --test` for its own children; not ours
   delete env.NODE_OPTIONS;
-  const child = spawn(NODE22, [toolEntry(), 'server', '--url', url, '--scenario', scenario, '-o', outDir], {
+  const child = spawn(NODE22, [toolEntry(), 'server', '--url', url, ...selection, '-o', outDir], {
     cwd: HERE, env, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -82,65 +80,50 @@ const STATUSES = ['SUCCESS', 'FAILURE', 'WARNING', 'INFO'];
 const counts = (checks) =>
   STATUSES.map((s) => `${checks.filter((c) => c.status === s).length} ${s}`).join(', ');
 
-// Starts `dorm serve` with extraArgs, runs one scenario against it and judges the checks.
-// With `tools`, the tools/list result reported by the tool must include each name.
-// Returns the checks for further assertions.
-async function conformance(t, scenario, { extraArgs = SERVE_ARGS, tools = [] } = {}) {
-  const { proc, url } = await startServe(t, { extraArgs });
-  const outDir = tempDir(t);
-  const run = await runTool(url.href, scenario, outDir);
-  const { files, checks } = readChecks(outDir);
-  const context = () => `\n--- conformance output (exit ${run.code ?? run.signal}) ---\n${tail(run.output)}` +
-    `\n--- dorm stderr ---\n${tail(proc.stderr, 15)}`;
-  t.diagnostic(`${scenario}: ${counts(checks)} in ${files.length} checks.json`);
-
-  assert.ok(!run.timedOut, `conformance ${scenario} still running after ${TOOL_MS} ms; killed${context()}`);
-  assert.ok(files.length > 0, `conformance ${scenario} wrote no checks.json under ${outDir}${context()}`);
-  const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-  assert.equal(bad.length, 0, `${scenario}: ${bad.length} check(s) failed or warned:\n` +
-    `${bad.map(describeCheck).join('\n')}${context()}`);
-  assert.ok(checks.some((c) => c.status === 'SUCCESS'),
-    `${scenario}: no SUCCESS check among ${checks.length}${context()}`);
-  assert.ok(proc.running(), `dorm exited during ${scenario}${context()}`);
-
-  if (tools.length) {
-    // The tools-list check reports the listed names in details.tools.
-    const listed = new Set(checks
-      .filter((c) => (c.status === 'SUCCESS' || c.status === 'INFO') && Array.isArray(c.details?.tools))
-      .flatMap((c) => c.details.tools));
-    const missing = tools.filter((name) => !listed.has(name));
-    assert.deepEqual(missing, [], `${scenario}: tools/list lacks ${missing.join(', ')}; ` +
-      `listed: [${[...listed].join(', ')}]`);
-  }
-  return checks;
+// The server scenarios the tool knows, from its `list` command.
+function serverScenarios() {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  const out = execFileSync(NODE22, [toolEntry(), 'list'], { cwd: HERE, env, encoding: 'utf8', timeout: TOOL_MS });
+  const section = out.split(/Client scenarios/)[0];
+  return [...section.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]);
 }
 
-const opts = { timeout: 2 * TOOL_MS };
+// The scenario a checks.json belongs to: its directory is server-<scenario>-<timestamp>.
+const scenarioOf = (file) => basename(dirname(file)).replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T.*$/, '');
 
-test('conformance server-initialize', opts, (t) => conformance(t, 'server-initialize'));
-test('conformance ping', opts, (t) => conformance(t, 'ping'));
-test('conformance tools-list, with every fixture tool', opts,
-  (t) => conformance(t, 'tools-list', { tools: FIXTURE_TOOLS }));
-test('conformance logging-set-level', opts, (t) => conformance(t, 'logging-set-level'));
-test('conformance dns-rebinding-protection', opts, (t) => conformance(t, 'dns-rebinding-protection'));
+test('conformance --suite all against `dorm serve --fixtures conformance`: every server scenario, no FAILURE or WARNING',
+  { timeout: 10 * TOOL_MS }, async (t) => {
+    const expected = serverScenarios();
+    assert.ok(expected.length >= 32, `the tool lists only ${expected.length} server scenarios: ${expected.join(', ')}`);
+    const { proc, url } = await startServe(t, { extraArgs: SERVE_ARGS });
+    const outDir = tempDir(t);
+    const run = await runTool(url.href, ['--suite', 'all'], outDir);
+    const { files, checks } = readChecks(outDir);
+    const context = () => `\n--- conformance output (exit ${run.code ?? run.signal}) ---\n${tail(run.output)}` +
+      `\n--- dorm stderr ---\n${tail(proc.stderr, 15)}`;
+    t.diagnostic(`suite all: ${counts(checks)} in ${files.length} checks.json`);
+    assert.ok(!run.timedOut, `conformance still running after ${10 * TOOL_MS} ms; killed${context()}`);
+    assert.ok(proc.running(), `dorm exited during the suite${context()}`);
 
-// Live streams: three concurrent POST streams on one session, and SSE polling (the
-// server closes the connection after the priming event; the client resumes by GET).
-const STREAM_ARGS = ['--fixtures', 'testing,conformance'];
-const statusOf = (checks, id) => checks.filter((c) => c.id === id).map((c) => c.status);
+    // Every scenario ran and wrote its checks, each with at least one SUCCESS.
+    const ran = new Set(files.map(scenarioOf));
+    assert.deepEqual(expected.filter((s) => !ran.has(s)), [], `scenarios without checks.json${context()}`);
+    for (const scenario of expected) {
+      const own = files.filter((f) => scenarioOf(f) === scenario)
+        .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')));
+      assert.ok(own.some((c) => c.status === 'SUCCESS'), `${scenario}: no SUCCESS among ${own.length} checks`);
+    }
+    const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+    assert.equal(bad.length, 0, `${bad.length} check(s) failed or warned:\n${bad.map(describeCheck).join('\n')}${context()}`);
 
-test('conformance server-sse-multiple-streams: three streams, each SUCCESS', opts, async (t) => {
-  const checks = await conformance(t, 'server-sse-multiple-streams', { extraArgs: STREAM_ARGS });
-  const functional = checks.find((c) => c.id === 'server-sse-streams-functional');
-  assert.ok(functional, `no server-sse-streams-functional check: ${checks.map((c) => c.id).join(', ')}`);
-  assert.equal(functional.status, 'SUCCESS', describeCheck(functional));
-  assert.equal(functional.details?.numSseStreams, 3, describeCheck(functional));
-  assert.equal(functional.details?.functionalSseStreams, 3, describeCheck(functional));
-});
-
-test('conformance server-sse-polling: priming, retry and disconnect-resume each SUCCESS', opts, async (t) => {
-  const checks = await conformance(t, 'server-sse-polling', { extraArgs: STREAM_ARGS });
-  for (const id of ['server-sse-priming-event', 'server-sse-retry-field', 'server-sse-disconnect-resume']) {
-    assert.deepEqual(statusOf(checks, id), ['SUCCESS'], `${id}: ${checks.filter((c) => c.id === id).map(describeCheck).join('\n')}`);
-  }
-});
+    // The checks that carry numbers, held to them: three live streams on one session, and
+    // SSE polling's three steps.
+    const functional = checks.find((c) => c.id === 'server-sse-streams-functional');
+    assert.ok(functional, 'no server-sse-streams-functional check');
+    assert.equal(functional.details?.numSseStreams, 3, describeCheck(functional));
+    assert.equal(functional.details?.functionalSseStreams, 3, describeCheck(functional));
+    for (const id of ['server-sse-priming-event', 'server-sse-retry-field', 'server-sse-disconnect-resume']) {
+      assert.deepEqual(checks.filter((c) => c.id === id).map((c) => c.status), ['SUCCESS'], id);
+    }
+  });
