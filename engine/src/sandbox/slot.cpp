@@ -43,8 +43,13 @@ void on_fatal_oom(const char* location, bool) { Slot::report_fatal_oom(location)
 
 }  // namespace
 
-Slot::Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free)
-    : channel_(channel), platform_(platform), on_free_(std::move(on_free)) {}
+Slot::Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
+           StartupSnapshot* snapshot, std::function<void(std::uint64_t)> on_free)
+    : channel_(channel),
+      platform_(platform),
+      prepared_(prepared),
+      snapshot_(snapshot),
+      on_free_(std::move(on_free)) {}
 
 void Slot::start() {
   pthread_attr_t attr;
@@ -52,6 +57,9 @@ void Slot::start() {
   pthread_attr_setstacksize(&attr, kThreadStackBytes);
   if (pthread_create(&thread_, &attr, &Slot::thread_entry, this) != 0) _exit(71);
   pthread_attr_destroy(&attr);
+}
+
+void Slot::wait_warm() {
   std::unique_lock lock(queue_mutex_);
   queue_cv_.wait(lock, [&] { return warm_ready_; });
 }
@@ -112,6 +120,7 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   allocator_.reset(static_cast<v8::ArrayBuffer::Allocator*>(new_counting_array_buffer_allocator(budget_)));
   v8::Isolate::CreateParams params;
   params.array_buffer_allocator = allocator_.get();
+  if (snapshot_ != nullptr) params.snapshot_blob = &snapshot_->blob;
   params.constraints.set_max_old_generation_size_in_bytes(heap_bytes);
   params.constraints.set_max_young_generation_size_in_bytes(std::min<std::uint64_t>(16u << 20, heap_bytes / 4));
   isolate_ = v8::Isolate::New(params);
@@ -127,7 +136,8 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   isolate_spent_ = false;
   v8::Isolate::Scope isolate_scope(isolate_);
   v8::HandleScope handles(isolate_);
-  preparer_ = std::make_unique<SourcePreparer>(isolate_);
+  preparer_ = snapshot_ != nullptr ? std::make_unique<SourcePreparer>(isolate_, snapshot_->preparer_context)
+                                   : std::make_unique<SourcePreparer>(isolate_);
 }
 
 void Slot::make_warm() {
@@ -330,14 +340,21 @@ void Slot::drain() {
 
 Slot::Outcome Slot::execute(Execution& e, v8::Local<v8::Context> context) {
   v8::TryCatch try_catch(isolate_);
-  auto prepared = preparer_->prepare(e.source);
-  if (auto* error = std::get_if<SourceError>(&prepared)) {
-    return wire::Failed{e.exec, FailureKind::syntax_error,
-                        "SyntaxError: " + error->message + " (line " + std::to_string(error->line) +
-                            ", column " + std::to_string(error->column) + ")"};
+  std::string body;
+  if (auto known = prepared_.find(e.source)) {
+    body = std::move(*known);
+  } else {
+    auto prepared = preparer_->prepare(e.source);
+    if (auto* error = std::get_if<SourceError>(&prepared)) {
+      if (auto out = killed()) return *out;
+      return wire::Failed{e.exec, FailureKind::syntax_error,
+                          "SyntaxError: " + error->message + " (line " + std::to_string(error->line) +
+                              ", column " + std::to_string(error->column) + ")"};
+    }
+    body = std::move(std::get<PreparedSource>(prepared).body);
+    prepared_.insert(e.source, body);
   }
   if (auto out = killed()) return *out;
-  const std::string& body = std::get<PreparedSource>(prepared).body;
   std::string wrapped = "(async () => {\"use strict\";\n" + body + "\n})()";
   // Line 1 of the body is line 1 of the script, so error lines point into the user's code.
   v8::ScriptOrigin origin(isolate_, v8_string(isolate_, "execute"), -1, 0);

@@ -34,7 +34,9 @@
 #include "channel.hpp"
 #include "dorm/engine/array_buffer_budget.hpp"
 #include "dorm/engine/wire.hpp"
+#include "prepared_cache.hpp"
 #include "source_prep.hpp"
+#include "startup_snapshot.hpp"
 
 namespace dorm::engine::sandbox {
 
@@ -43,13 +45,19 @@ using SlotInput = std::variant<wire::Start, wire::ToolResult, wire::TimerFired, 
 class Slot {
  public:
   // `on_free(exec)` runs on the slot thread when an execution ends, before its final frame is
-  // sent, so the worker can route the next start to this slot.
-  Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free);
+  // sent, so the worker can route the next start to this slot. `prepared` is the worker's
+  // cache of source preparations, shared by its slots.
+  // `snapshot` (may be null) is what the slot's isolates start from.
+  Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
+       StartupSnapshot* snapshot, std::function<void(std::uint64_t)> on_free);
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
 
-  // Starts the thread and blocks until its isolate and first context are warm.
+  // Starts the thread, which creates the isolate and the first context.
   void start();
+
+  // Blocks until the isolate and first context are warm.
+  void wait_warm();
 
   // Queues an input; thread-safe.
   void post(SlotInput input);
@@ -98,6 +106,8 @@ class Slot {
 
   Channel& channel_;
   v8::Platform& platform_;
+  PreparedCache& prepared_;
+  StartupSnapshot* snapshot_;
   std::function<void(std::uint64_t)> on_free_;
   pthread_t thread_{};
 

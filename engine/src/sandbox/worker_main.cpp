@@ -60,13 +60,17 @@ void set_limit(int resource, rlim_t value) {
 class Worker {
  public:
   Worker(Channel& channel, v8::Platform& platform, int slots) : channel_(channel) {
+    StartupSnapshot* snapshot = startup_snapshot();
     for (int i = 0; i < slots; ++i) {
-      slots_.push_back(std::make_unique<Slot>(channel, platform, [this](std::uint64_t exec) { free(exec); }));
+      slots_.push_back(std::make_unique<Slot>(channel, platform, prepared_, snapshot,
+                                              [this](std::uint64_t exec) { free(exec); }));
     }
   }
 
+  // Slots warm up in parallel; this returns once all are warm.
   void start() {
     for (auto& slot : slots_) slot->start();
+    for (auto& slot : slots_) slot->wait_warm();
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -175,6 +179,7 @@ class Worker {
   }
 
   Channel& channel_;
+  PreparedCache prepared_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::mutex mutex_;
   std::condition_variable cv_;
