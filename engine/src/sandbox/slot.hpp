@@ -1,4 +1,6 @@
-// A slot runs one execution at a time on a thread of its own, in an isolate of its own.
+// A slot runs one execution at a time on a thread of its own, in an isolate of its own,
+// and talks to the host over a socket of its own: its thread reads the frames for its
+// executions itself, with no reader thread in between.
 //
 // The slot keeps its next context warm (created, prelude run) so that a start costs no
 // context creation on the request path. Every execution gets a fresh context; a context is

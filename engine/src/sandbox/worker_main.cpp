@@ -100,7 +100,7 @@ class Worker {
         auto message = wire::decode(next->body);
         if (!message) fatal(message.error().message);
         auto* ping = std::get_if<wire::Ping>(&*message);
-        if (ping == nullptr) fatal("the host sent an execution's frame on the control socket");
+        if (ping == nullptr) fatal("the host sent something other than a ping on the control socket");
         control_.send(wire::Pong{ping->nonce});
       }
     }
