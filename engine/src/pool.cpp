@@ -106,6 +106,7 @@ class ExecutionImpl final : public Execution, public std::enable_shared_from_thi
   // Pool thread only.
   enum class State { queued, running, ended } state = State::queued;
   struct WorkerProc* worker = nullptr;
+  std::size_t slot = 0;  // which of the worker's slots runs it
   std::uint64_t handle = 0;
   std::uint32_t next_seq = 1;         // the sequence number the next live call must carry
   std::uint32_t calls = 0;            // calls made, replayed ones included
@@ -115,16 +116,29 @@ class ExecutionImpl final : public Execution, public std::enable_shared_from_thi
   SteadyTime hard_deadline = kNever;  // past it with no verdict: kill the worker
 };
 
+// One socket to a worker: its control socket, or one slot's.
+struct Conn {
+  int fd = -1;
+  wire::FrameReader reader;
+  std::string out;
+};
+
+// A slot of a worker, as the host sees it: its socket and what runs there.
+struct SlotConn : Conn {
+  std::shared_ptr<ExecutionImpl> exec;  // null: free
+  bool warm = false;      // free, and said its next context is made
+  SteadyTime freed_at{};  // when it last became free
+};
+
 struct WorkerProc {
   pid_t pid = -1;
-  int fd = -1;
+  Conn control;  // ready, heartbeats, the worker's last words
+  std::vector<SlotConn> conns;  // slot i's socket is conns[i]
   enum class State { starting, ready, retiring } state = State::starting;
   bool dying = false;  // said it is about to exit: counts as lost, not recycled
   std::uint32_t slots = 0;
   std::uint64_t started = 0;
   std::map<std::uint64_t, std::shared_ptr<ExecutionImpl>> running;
-  wire::FrameReader reader;
-  std::string out;
   std::uint64_t ping_nonce = 0;
   SteadyTime last_heard;
   SteadyTime spawned_at;
@@ -252,7 +266,7 @@ class PoolImpl final : public Pool {
       entry.value_json = json_string("the tool's result is not valid JSON");
     }
     e->append(entry);
-    send(*e->worker, wire::ToolResult{e->handle, std::move(entry)});
+    send(*e->worker, e->slot, wire::ToolResult{e->handle, std::move(entry)});
     arm_hard_deadline(*e);
   }
 
@@ -265,7 +279,7 @@ class PoolImpl final : public Pool {
       }
       finish_failed(*e, FailureKind::cancelled, "the execution was cancelled before it started");
     } else if (e->state == ExecutionImpl::State::running) {
-      send(*e->worker, wire::Cancel{e->handle});
+      send(*e->worker, e->slot, wire::Cancel{e->handle});
     }
   }
 
@@ -299,10 +313,11 @@ class PoolImpl final : public Pool {
     auto process = spawn_worker_process(command);
     if (!process) return process.error();
     pid_t pid = process->pid;
-    int fd = process->fd;
     auto w = std::make_unique<WorkerProc>();
     w->pid = pid;
-    w->fd = fd;
+    w->control.fd = process->fd;
+    w->conns.resize(process->slot_fds.size());
+    for (std::size_t i = 0; i < w->conns.size(); ++i) w->conns[i].fd = process->slot_fds[i];
     w->last_heard = w->spawned_at = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(mutex_);
@@ -313,9 +328,18 @@ class PoolImpl final : public Pool {
     return Result<void>();
   }
 
+  // Closes every socket to the worker.
+  static void close_all(WorkerProc& w) {
+    if (w.control.fd >= 0) close(w.control.fd);
+    w.control.fd = -1;
+    for (auto& c : w.conns) {
+      if (c.fd >= 0) close(c.fd);
+      c.fd = -1;
+    }
+  }
+
   void stop_worker(WorkerProc& w) {
-    if (w.fd >= 0) close(w.fd);
-    w.fd = -1;
+    close_all(w);
     if (w.pid > 0) {
       kill(w.pid, SIGKILL);
       int status = 0;
@@ -327,17 +351,23 @@ class PoolImpl final : public Pool {
     w.pid = -1;
   }
 
-  void send(WorkerProc& w, const wire::Message& m) {
-    if (w.fd < 0) return;
-    wire::encode(m, w.out);
-    flush(w);
+  // On the control socket.
+  void send(WorkerProc& w, const wire::Message& m) { send(w, w.control, m); }
+
+  // On slot `slot`'s socket.
+  void send(WorkerProc& w, std::size_t slot, const wire::Message& m) { send(w, w.conns.at(slot), m); }
+
+  void send(WorkerProc& w, Conn& c, const wire::Message& m) {
+    if (c.fd < 0) return;
+    wire::encode(m, c.out);
+    flush(w, c);
   }
 
-  void flush(WorkerProc& w) {
-    while (!w.out.empty() && w.fd >= 0) {
-      ssize_t n = write(w.fd, w.out.data(), w.out.size());
+  void flush(WorkerProc& w, Conn& c) {
+    while (!c.out.empty() && c.fd >= 0) {
+      ssize_t n = write(c.fd, c.out.data(), c.out.size());
       if (n > 0) {
-        w.out.erase(0, static_cast<std::size_t>(n));
+        c.out.erase(0, static_cast<std::size_t>(n));
       } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;  // poll() tells us when it drains
       } else {
@@ -359,13 +389,18 @@ class PoolImpl final : public Pool {
       dispatch();
       std::vector<pollfd> fds;
       fds.push_back({inbox_->wake_fd, POLLIN, 0});
-      std::vector<WorkerProc*> polled;
+      // Each polled socket: its worker and which socket (-1: control, else the slot).
+      std::vector<std::pair<WorkerProc*, int>> polled;
       for (auto& w : workers_) {
-        if (w->fd < 0) continue;
-        short events = POLLIN;
-        if (!w->out.empty()) events |= POLLOUT;
-        fds.push_back({w->fd, events, 0});
-        polled.push_back(w.get());
+        if (w->control.fd < 0) continue;
+        auto add = [&](Conn& c, int which) {
+          short events = POLLIN;
+          if (!c.out.empty()) events |= POLLOUT;
+          fds.push_back({c.fd, events, 0});
+          polled.emplace_back(w.get(), which);
+        };
+        add(w->control, -1);
+        for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
       }
       int rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
       if (rc < 0 && errno != EINTR) break;
@@ -374,10 +409,12 @@ class PoolImpl final : public Pool {
         (void)!read(inbox_->wake_fd, &count, sizeof count);
       }
       for (std::size_t i = 0; i < polled.size(); ++i) {
-        WorkerProc& w = *polled[i];
+        auto [w, which] = polled[i];
         short revents = fds[i + 1].revents;
-        if (revents & POLLOUT) flush(w);
-        if (revents & (POLLIN | POLLHUP | POLLERR)) read_from(w);
+        if (revents == 0 || w->pid < 0) continue;  // or lost while handling an earlier socket
+        Conn& c = which < 0 ? w->control : w->conns[static_cast<std::size_t>(which)];
+        if (revents & POLLOUT) flush(*w, c);
+        if (w->pid >= 0 && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(*w, which);
       }
     }
   }
@@ -411,14 +448,17 @@ class PoolImpl final : public Pool {
     return static_cast<int>(std::clamp<std::int64_t>(wait + 1, 0, 60'000));
   }
 
-  void read_from(WorkerProc& w) {
+  // Reads socket `which` of `w` (-1: control, else that slot's).
+  void read_from(WorkerProc& w, int which) {
     char buffer[1 << 16];
     for (;;) {
-      ssize_t n = read(w.fd, buffer, sizeof buffer);
+      Conn& c = which < 0 ? w.control : w.conns[static_cast<std::size_t>(which)];
+      if (c.fd < 0) return;
+      ssize_t n = read(c.fd, buffer, sizeof buffer);
       if (n > 0) {
-        w.reader.feed(buffer, static_cast<std::size_t>(n));
+        c.reader.feed(buffer, static_cast<std::size_t>(n));
         w.last_heard = std::chrono::steady_clock::now();
-        if (!handle_frames(w)) return;
+        if (!handle_frames(w, which)) return;
         if (static_cast<std::size_t>(n) < sizeof buffer) return;
         continue;
       }
@@ -430,14 +470,15 @@ class PoolImpl final : public Pool {
   }
 
   // False once the worker was dropped.
-  bool handle_frames(WorkerProc& w) {
+  bool handle_frames(WorkerProc& w, int which) {
     for (;;) {
-      auto next = w.reader.next();
+      Conn& c = which < 0 ? w.control : w.conns[static_cast<std::size_t>(which)];
+      auto next = c.reader.next();
       if (!next) return violation(w, next.error().message);
       if (!next->has_frame) return true;
       auto message = wire::decode(next->body);
       if (!message) return violation(w, message.error().message);
-      if (!handle(w, std::move(*message))) return false;
+      if (!handle(w, which, std::move(*message))) return false;
     }
   }
 
@@ -447,16 +488,23 @@ class PoolImpl final : public Pool {
     return false;
   }
 
-  std::shared_ptr<ExecutionImpl> running(WorkerProc& w, std::uint64_t handle) {
-    auto found = w.running.find(handle);
-    return found == w.running.end() ? nullptr : found->second;
-  }
-
-  bool handle(WorkerProc& w, wire::Message message) {
+  // A frame from socket `which` of `w` (-1: control, else that slot's).
+  bool handle(WorkerProc& w, int which, wire::Message message) {
     if (auto* ready = std::get_if<wire::Ready>(&message)) {
-      if (w.state != WorkerProc::State::starting || ready->slots == 0) return violation(w, "an unexpected ready");
+      if (which >= 0) {
+        // On a slot's socket: its next context is made. It may already run the next
+        // execution, started before this arrived; then the word is stale.
+        if (ready->slots != 1) return violation(w, "a slot's ready for more than one slot");
+        SlotConn& c = w.conns[static_cast<std::size_t>(which)];
+        if (!c.exec) c.warm = true;
+        return true;
+      }
+      if (w.state != WorkerProc::State::starting || ready->slots != w.conns.size()) {
+        return violation(w, "an unexpected ready");
+      }
       w.state = WorkerProc::State::ready;
-      w.slots = std::min<std::uint32_t>(ready->slots, options_.slots_per_worker);
+      w.slots = ready->slots;
+      for (auto& c : w.conns) c.warm = true;
       consecutive_crashes_ = 0;
       {
         std::lock_guard lock(mutex_);
@@ -466,7 +514,9 @@ class PoolImpl final : public Pool {
       dispatch();
       return true;
     }
-    if (std::holds_alternative<wire::Pong>(message)) return true;
+    if (std::holds_alternative<wire::Pong>(message)) {
+      return which < 0 || violation(w, "a pong on a slot's socket");
+    }
     if (std::holds_alternative<wire::Exiting>(message)) {
       w.dying = true;
       if (w.state == WorkerProc::State::ready) {
@@ -486,8 +536,11 @@ class PoolImpl final : public Pool {
           }
         },
         message);
-    auto e = running(w, handle);
-    if (!e) return violation(w, "a frame for execution " + std::to_string(handle) + ", which it is not running");
+    // An execution's frames come only from the slot it runs on.
+    std::shared_ptr<ExecutionImpl> e = which < 0 ? nullptr : w.conns[static_cast<std::size_t>(which)].exec;
+    if (!e || e->handle != handle) {
+      return violation(w, "a frame for execution " + std::to_string(handle) + ", which that slot is not running");
+    }
     if (auto* call = std::get_if<wire::ToolCall>(&message)) {
       ToolCallEntry& c = call->call;
       if (c.seq != e->next_seq) return violation(w, "tool call " + std::to_string(c.seq) + " out of order");
@@ -536,6 +589,10 @@ class PoolImpl final : public Pool {
 
   void detach(WorkerProc& w, ExecutionImpl& e) {
     w.running.erase(e.handle);
+    SlotConn& slot = w.conns.at(e.slot);
+    slot.exec.reset();
+    slot.warm = false;
+    slot.freed_at = std::chrono::steady_clock::now();
     e.worker = nullptr;
     std::lock_guard lock(mutex_);
     exec_pids_.erase(&e);
@@ -565,8 +622,7 @@ class PoolImpl final : public Pool {
   void lose(WorkerProc& w, const std::string& why) {
     if (w.pid < 0) return;
     pid_t pid = w.pid;
-    if (w.fd >= 0) close(w.fd);
-    w.fd = -1;
+    close_all(w);
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -585,6 +641,7 @@ class PoolImpl final : public Pool {
     }
     auto running = std::move(w.running);
     w.running.clear();
+    for (auto& c : w.conns) c.exec.reset();
     for (auto& [handle, e] : running) {
       {
         std::lock_guard lock(mutex_);
@@ -636,11 +693,13 @@ class PoolImpl final : public Pool {
     while (!queue_.empty()) {
       WorkerProc* best = nullptr;
       for (auto& w : workers_) {
-        if (w->state != WorkerProc::State::ready || w->fd < 0) continue;
+        if (w->state != WorkerProc::State::ready || w->control.fd < 0) continue;
         if (w->running.size() >= w->slots) continue;
         if (best == nullptr || w->running.size() < best->running.size()) best = w.get();
       }
       if (best == nullptr) return;
+      std::size_t slot = pick_slot(*best);
+      if (slot == best->conns.size()) return;  // cannot happen: running < slots
       auto e = queue_.front();
       queue_.pop_front();
       {
@@ -650,6 +709,9 @@ class PoolImpl final : public Pool {
       }
       e->state = ExecutionImpl::State::running;
       e->worker = best;
+      e->slot = slot;
+      best->conns[slot].exec = e;
+      best->conns[slot].warm = false;
       e->handle = ++next_handle_;
       best->running[e->handle] = e;
       wire::Start start;
@@ -659,7 +721,7 @@ class PoolImpl final : public Pool {
       start.limits = e->request_.limits;
       start.journal = e->journal();
       arm_hard_deadline(*e);
-      send(*best, start);
+      send(*best, slot, start);
       if (++best->started >= options_.recycle_after && best->state == WorkerProc::State::ready) {
         best->state = WorkerProc::State::retiring;
         {
@@ -669,6 +731,21 @@ class PoolImpl final : public Pool {
         lost_ = true;  // reap_lost() starts its replacement now, off the request path
       }
     }
+  }
+
+  // A free slot of `w` for the next start (conns.size() if none). A slot makes its next
+  // context right after it reports an outcome and says `ready` on its socket when that is
+  // done: the first warm slot is preferred (always the same few, whose isolates stay in the
+  // CPU's caches), else the slot free the longest, which will be warm soonest.
+  static std::size_t pick_slot(const WorkerProc& w) {
+    std::size_t oldest = w.conns.size();
+    for (std::size_t i = 0; i < w.conns.size(); ++i) {
+      const SlotConn& c = w.conns[i];
+      if (c.exec) continue;
+      if (c.warm) return i;
+      if (oldest == w.conns.size() || c.freed_at < w.conns[oldest].freed_at) oldest = i;
+    }
+    return oldest;
   }
 
   void arm_hard_deadline(ExecutionImpl& e) {
@@ -693,7 +770,7 @@ class PoolImpl final : public Pool {
           TimerFiredEntry fired{id, now};
           e->timers.erase(id);
           e->append(fired);
-          send(*w, wire::TimerFired{handle, fired});
+          send(*w, e->slot, wire::TimerFired{handle, fired});
         }
       }
     }
@@ -702,7 +779,7 @@ class PoolImpl final : public Pool {
   void check_deadlines() {
     auto now = std::chrono::steady_clock::now();
     for (auto& w : workers_) {
-      if (w->fd < 0) continue;
+      if (w->control.fd < 0) continue;
       if (w->state == WorkerProc::State::starting && now - w->spawned_at > std::chrono::seconds(60)) {
         lose(*w, "it did not become ready within 60 s");
         continue;
@@ -721,7 +798,7 @@ class PoolImpl final : public Pool {
         lose(*w, "it did not stop an execution past its wall time limit");
         break;
       }
-      if (w->fd < 0) continue;
+      if (w->control.fd < 0) continue;
       if (now - w->last_heard > options_.heartbeat * kMissedHeartbeats) {
         lose(*w, "it missed " + std::to_string(kMissedHeartbeats) + " heartbeats");
       } else if (now - w->last_heard >= options_.heartbeat && w->state != WorkerProc::State::starting) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -14,25 +15,47 @@
 extern char** environ;
 
 namespace dorm::engine {
+namespace {
+constexpr int kFirstFd = 3;  // the control socket; slot sockets follow
+}  // namespace
 
 Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
-  int pair[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    return Error{ErrorCode::io_error, std::string("socketpair: ") + std::strerror(errno)};
-  }
-  // dup2 onto the same number would keep CLOEXEC: make sure the child's end is not fd 3.
-  if (pair[1] == 3) {
-    int moved = fcntl(pair[1], F_DUPFD_CLOEXEC, 10);
+  // pairs[0] is the control socket, pairs[1 + i] slot i's.
+  std::vector<std::array<int, 2>> pairs;
+  auto close_all = [&](bool host_ends) {
+    for (auto& pair : pairs) {
+      if (host_ends && pair[0] >= 0) close(pair[0]);
+      if (pair[1] >= 0) close(pair[1]);
+    }
+  };
+  for (unsigned i = 0; i <= command.slots; ++i) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      int error = errno;
+      close_all(true);
+      return Error{ErrorCode::io_error, std::string("socketpair: ") + std::strerror(error)};
+    }
+    // The child's ends are dup2'ed onto 3, 4, ...: keep them above that range first, so no
+    // dup2 overwrites an end still to be placed (and none keeps CLOEXEC by being dup2'ed
+    // onto its own number).
+    int moved = fcntl(pair[1], F_DUPFD_CLOEXEC, kFirstFd + 1 + static_cast<int>(command.slots));
     close(pair[1]);
-    pair[1] = moved;
+    pairs.push_back({pair[0], moved});
+    if (moved < 0) {
+      int error = errno;
+      close_all(true);
+      return Error{ErrorCode::io_error, std::string("fcntl: ") + std::strerror(error)};
+    }
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   if (!command.keep_stderr) posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
-  std::vector<std::string> args = {command.path, "--fd", "3", "--slots",
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    posix_spawn_file_actions_adddup2(&actions, pairs[i][1], kFirstFd + static_cast<int>(i));
+  }
+  std::vector<std::string> args = {command.path, "--fd", std::to_string(kFirstFd), "--slots",
                                    std::to_string(command.slots)};
   if (command.address_space_mb > 0) {
     args.insert(args.end(), {"--address-space-mb", std::to_string(command.address_space_mb)});
@@ -53,14 +76,23 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
   pid_t pid = -1;
   int rc = posix_spawn(&pid, command.path.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  close(pair[1]);
+  close_all(rc != 0);
   if (rc != 0) {
-    close(pair[0]);
     return Error{ErrorCode::io_error, "cannot start the engine worker '" + command.path +
                                           "': " + std::strerror(rc)};
   }
-  fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK);
-  return WorkerProcess{pid, pair[0]};
+  WorkerProcess process;
+  process.pid = pid;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    int fd = pairs[i][0];
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (i == 0) {
+      process.fd = fd;
+    } else {
+      process.slot_fds.push_back(fd);
+    }
+  }
+  return process;
 }
 
 std::string describe_status(int status) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dorm/result.hpp"
 
@@ -20,12 +21,17 @@ struct WorkerCommand {
 
 struct WorkerProcess {
   pid_t pid = -1;
-  int fd = -1;  // the host's end of the socketpair, non-blocking, close-on-exec
+  // The host's ends of the socketpairs, non-blocking, close-on-exec: `fd` is the worker's
+  // control socket (ready, heartbeats, its last words), `slot_fds[i]` slot i's socket (its
+  // executions' frames, both ways).
+  int fd = -1;
+  std::vector<int> slot_fds;
 };
 
-// Spawns the worker with its end of a fresh socketpair as fd 3, stdin and stdout (and
-// stderr unless kept) on /dev/null, and no environment but the sanitizer settings of a
-// test build. Nothing else of this process is inherited: every other fd is close-on-exec,
+// Spawns the worker with its ends of fresh socketpairs as fd 3 (control) and fds 4 … 3+slots
+// (one per slot, so a slot thread reads its own frames instead of waiting for a reader
+// thread to hand them over), stdin and stdout (and stderr unless kept) on /dev/null, and no
+// environment but the sanitizer settings of a test build. Nothing else of this process is inherited: every other fd is close-on-exec,
 // and the worker closes whatever is left before it reads a frame.
 Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command);
 

@@ -218,7 +218,7 @@ TEST_CASE("sandbox: a worker that breaks the protocol is killed and its executio
     std::ofstream out(script);
     out << "#!/bin/bash\n"
            "printf '\\x05\\x00\\x00\\x00\\x10\\x01\\x00\\x00\\x00' >&3\n"
-           "head -c 4 <&3 >/dev/null\n"
+           "head -c 4 <&4 >/dev/null\n"  // a start, on its one slot's socket
            "printf '\\x09\\x00\\x00\\x00\\x18\\x63\\x00\\x00\\x00\\x00\\x00\\x00\\x00' >&3\n"   // a pong: fine
            "printf '\\x0d\\x00\\x00\\x00\\x16\\x63\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00' >&3\n"
            "exec sleep 30\n";
@@ -233,6 +233,45 @@ TEST_CASE("sandbox: a worker that breaks the protocol is killed and its executio
   CHECK(rec->failure->second.find("broke the engine protocol") != std::string::npos);
   CHECK(pool->stats().workers_lost >= 1);
   pool.reset();
+  std::filesystem::remove_all(dir);
+}
+
+// A fake worker with two slots: says ready, waits for the first start on slot 0's socket
+// (fd 4), then answers `1` for it (execution handle 1) on the socket of `answer_slot`.
+std::filesystem::path fake_two_slot_worker(const std::filesystem::path& dir, int answer_slot) {
+  std::filesystem::create_directories(dir);
+  auto script = dir / "worker.sh";
+  std::ofstream out(script);
+  out << "#!/bin/bash\n"
+         "printf '\\x05\\x00\\x00\\x00\\x10\\x02\\x00\\x00\\x00' >&3\n"
+         "head -c 4 <&4 >/dev/null\n"
+         "printf '\\x0e\\x00\\x00\\x00\\x16\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x31' >&"
+      << 4 + answer_slot << "\n"
+      << "exec sleep 30\n";
+  out.close();
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script;
+}
+
+TEST_CASE("sandbox: a slot speaks only for the execution it runs") {
+  auto dir = std::filesystem::temp_directory_path() / ("dorm-fake-slots-" + std::to_string(getpid()));
+  SUBCASE("on its own socket the answer counts") {
+    auto pool = make_pool(1, 2, fake_two_slot_worker(dir, 0).string());
+    auto rec = std::make_shared<Recorder>();
+    REQUIRE(pool->start(ExecutionRequest{"mine", "return 1", limits(), {}}, rec).ok());
+    REQUIRE(rec->wait_done());
+    CHECK(rec->result == std::optional<std::string>("1"));
+    CHECK(pool->stats().workers_lost == 0);
+  }
+  SUBCASE("on another slot's socket it is a protocol violation") {
+    auto pool = make_pool(1, 2, fake_two_slot_worker(dir, 1).string());
+    auto rec = std::make_shared<Recorder>();
+    REQUIRE(pool->start(ExecutionRequest{"victim", "return 1", limits(), {}}, rec).ok());
+    REQUIRE(rec->wait_done());
+    CHECK(rec->failure_kind() == FailureKind::engine_crashed);
+    CHECK(rec->failure->second.find("broke the engine protocol") != std::string::npos);
+    CHECK(pool->stats().workers_lost >= 1);
+  }
   std::filesystem::remove_all(dir);
 }
 

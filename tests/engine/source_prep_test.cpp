@@ -1,7 +1,9 @@
 // Source preparation (engine/js/prepare.js through sandbox::SourcePreparer): each shape of
 // model-written code becomes a body whose value, run in a fresh V8 context the way a worker
 // runs it, is the expected result; syntax errors point into the text the model wrote.
+#include "prepared_cache.hpp"
 #include "source_prep.hpp"
+#include "startup_snapshot.hpp"
 
 #include <doctest/doctest.h>
 #include <v8.h>
@@ -17,6 +19,7 @@
 
 namespace {
 
+using dorm::engine::sandbox::PreparedCache;
 using dorm::engine::sandbox::PreparedSource;
 using dorm::engine::sandbox::SourceError;
 using dorm::engine::sandbox::SourcePreparer;
@@ -31,16 +34,21 @@ struct RunOutcome {
 // One isolate with a preparer, as a worker slot holds them.
 class Sandbox {
  public:
-  Sandbox() {
+  // With `snapshot`, the isolate starts from it and the preparer comes out of it, as in a
+  // worker; without, the preparer compiles the bundle in place.
+  explicit Sandbox(dorm::engine::sandbox::StartupSnapshot* snapshot = nullptr) {
     dorm::engine::v8_platform();
     allocator_.reset(v8::ArrayBuffer::Allocator::NewDefaultAllocator());
     v8::Isolate::CreateParams params;
     params.array_buffer_allocator = allocator_.get();
+    if (snapshot != nullptr) params.snapshot_blob = &snapshot->blob;
     isolate_ = v8::Isolate::New(params);
     isolate_->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
     v8::Isolate::Scope isolate_scope(isolate_);
     auto started = std::chrono::steady_clock::now();
-    preparer_ = std::make_unique<SourcePreparer>(isolate_);
+    preparer_ = snapshot != nullptr
+                    ? std::make_unique<SourcePreparer>(isolate_, snapshot->preparer_context)
+                    : std::make_unique<SourcePreparer>(isolate_);
     construction_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
@@ -364,4 +372,89 @@ TEST_CASE("source_prep: cost of construction and of preparing a tiny body") {
                                                          << " us");
   MESSAGE("median prepare of a tiny fenced ts body (200 runs): "
           << median_us("```ts\nconst n: number = 1;\nreturn n;\n```", 200) << " us");
+}
+
+// Sources of every shape the preparer distinguishes, and a few it refuses.
+const std::vector<std::string> kShapes = {
+    "return 1",
+    "const xs = [1, 2, 3];\nreturn xs.map((x) => x * 2);",
+    "```ts\nconst n: number = 1;\nreturn n as number;\n```",
+    "Here is the code:\n\n```js\nreturn 42;\n```\nThat is all.",
+    "async () => { return 7; }",
+    "function main() { return 8; }",
+    "export default async function () { return 9; }",
+    "export default 10;",
+    "interface A { x: number }\nconst a: A = { x: 1 };\nreturn a.x;",
+    "return (1 +",
+    "let a = 1;\nlet a = 2;",
+    "import x from 'y';\nreturn x;",
+    "",
+};
+
+void check_same_preparation(const std::variant<PreparedSource, SourceError>& a,
+                            const std::variant<PreparedSource, SourceError>& b) {
+  REQUIRE(a.index() == b.index());
+  if (auto* body = std::get_if<PreparedSource>(&a)) {
+    CHECK(body->body == std::get<PreparedSource>(b).body);
+  } else {
+    const auto& x = std::get<SourceError>(a);
+    const auto& y = std::get<SourceError>(b);
+    CHECK(x.message == y.message);
+    CHECK(x.line == y.line);
+    CHECK(x.column == y.column);
+  }
+}
+
+TEST_CASE("source_prep: a preparer taken from the startup snapshot prepares exactly as one built in place") {
+  auto* snapshot = dorm::engine::sandbox::startup_snapshot();
+  REQUIRE(snapshot != nullptr);
+  Sandbox built;
+  Sandbox from_snapshot(snapshot);
+  Sandbox another_from_snapshot(snapshot);  // the snapshot is read, never used up
+  for (const std::string& source : kShapes) {
+    INFO("source: " << source);
+    auto expected = built.prepare(source);
+    check_same_preparation(expected, from_snapshot.prepare(source));
+    check_same_preparation(expected, another_from_snapshot.prepare(source));
+  }
+  CHECK(value_of(from_snapshot, "```ts\nconst n: number = 41;\nreturn n + 1;\n```") == "42");
+  // The preparer's context never leaks into a context user code gets from the same isolate.
+  CHECK(value_of(from_snapshot, "return typeof globalThis.__dormPrepare") == "\"undefined\"");
+}
+
+TEST_CASE("source_prep: the prepared cache answers exactly the body stored for exactly that source") {
+  PreparedCache cache;
+  CHECK_FALSE(cache.find("return 1").has_value());
+  cache.insert("return 1", "return 1\n");
+  REQUIRE(cache.find("return 1").has_value());
+  CHECK(*cache.find("return 1") == "return 1\n");
+  CHECK_FALSE(cache.find("return 1 ").has_value());  // whole text, byte for byte
+  CHECK_FALSE(cache.find("return").has_value());
+  cache.insert("return 1", "something else\n");  // a second preparation of the same text
+  CHECK(*cache.find("return 1") == "return 1\n");
+  CHECK(cache.size() == 1);
+}
+
+TEST_CASE("source_prep: the prepared cache drops the least recently used entries past its bounds") {
+  PreparedCache cache;
+  for (std::size_t i = 0; i < PreparedCache::kMaxEntries; ++i) {
+    cache.insert("return " + std::to_string(i), "body " + std::to_string(i));
+  }
+  CHECK(cache.size() == PreparedCache::kMaxEntries);
+  CHECK(cache.find("return 0").has_value());  // now the most recently used
+  cache.insert("return new", "body new");
+  CHECK(cache.size() == PreparedCache::kMaxEntries);
+  CHECK(cache.find("return 0").has_value());
+  CHECK_FALSE(cache.find("return 1").has_value());  // the least recently used went
+  CHECK(cache.find("return new").has_value());
+
+  // By bytes: a few large sources push out the rest; one larger than the bound is not kept.
+  std::string big(PreparedCache::kMaxBytes / 3, 'x');
+  for (char c : {'a', 'b', 'c'}) cache.insert(std::string(1, c) + big, "b");
+  CHECK(cache.bytes() <= PreparedCache::kMaxBytes);
+  CHECK_FALSE(cache.find("a" + big).has_value());
+  CHECK(cache.find("c" + big).has_value());
+  cache.insert(std::string(PreparedCache::kMaxBytes + 1, 'y'), "b");
+  CHECK_FALSE(cache.find(std::string(PreparedCache::kMaxBytes + 1, 'y')).has_value());
+  CHECK(cache.find("c" + big).has_value());
 }

@@ -1,4 +1,5 @@
-// The worker's end of the socket to the host: frames out, under one lock, from any thread.
+// The worker's end of one socket to the host (the control socket, or a slot's): frames out,
+// under one lock, from any thread (a slot's own, or V8's fatal out-of-memory path).
 #pragma once
 
 #include <mutex>

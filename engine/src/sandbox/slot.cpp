@@ -1,9 +1,12 @@
 #include "slot.hpp"
 
 #include <libplatform/libplatform.h>
+#include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -41,10 +44,22 @@ bool refuse_wasm(v8::Local<v8::Context>, v8::Local<v8::String>) { return false; 
 
 void on_fatal_oom(const char* location, bool) { Slot::report_fatal_oom(location); }
 
+// The host never sends a malformed or misplaced frame: one means the stream is not what it
+// seems, and the process ends (the host then fails what it held here).
+[[noreturn]] void fatal(const std::string& why) {
+  std::fprintf(stderr, "dorm-engine-worker: %s\n", why.c_str());
+  _exit(2);
+}
+
 }  // namespace
 
-Slot::Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free)
-    : channel_(channel), platform_(platform), on_free_(std::move(on_free)) {}
+Slot::Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
+           StartupSnapshot* snapshot, std::function<void(bool)> on_busy)
+    : channel_(channel),
+      platform_(platform),
+      prepared_(prepared),
+      snapshot_(snapshot),
+      on_busy_(std::move(on_busy)) {}
 
 void Slot::start() {
   pthread_attr_t attr;
@@ -52,8 +67,19 @@ void Slot::start() {
   pthread_attr_setstacksize(&attr, kThreadStackBytes);
   if (pthread_create(&thread_, &attr, &Slot::thread_entry, this) != 0) _exit(71);
   pthread_attr_destroy(&attr);
-  std::unique_lock lock(queue_mutex_);
-  queue_cv_.wait(lock, [&] { return warm_ready_; });
+}
+
+void Slot::wait_warm() {
+  std::unique_lock lock(start_mutex_);
+  start_cv_.wait(lock, [&] { return warm_ready_; });
+}
+
+void Slot::serve() {
+  {
+    std::lock_guard lock(start_mutex_);
+    serving_ = true;
+  }
+  start_cv_.notify_all();
 }
 
 void* Slot::thread_entry(void* self) {
@@ -61,38 +87,58 @@ void* Slot::thread_entry(void* self) {
   return nullptr;
 }
 
-void Slot::post(SlotInput input) {
-  {
-    std::lock_guard lock(queue_mutex_);
-    queue_.push_back(std::move(input));
-  }
-  queue_cv_.notify_all();
-}
-
 void Slot::thread_main() {
   t_slot = this;
   pthread_getcpuclockid(pthread_self(), &cpu_clock_);
   new_isolate(Limits{}.heap_bytes);
   make_warm();
-  warm_idle_.store(true, std::memory_order_release);
   {
-    std::lock_guard lock(queue_mutex_);
+    std::unique_lock lock(start_mutex_);
     warm_ready_ = true;
+    start_cv_.notify_all();
+    start_cv_.wait(lock, [&] { return serving_; });
   }
-  queue_cv_.notify_all();
   for (;;) {
-    SlotInput input;
-    if (!deferred_.empty()) {
-      input = std::move(deferred_.front());
-      deferred_.pop_front();
-    } else {
-      std::unique_lock lock(queue_mutex_);
-      queue_cv_.wait(lock, [&] { return !queue_.empty(); });
-      input = std::move(queue_.front());
-      queue_.pop_front();
-    }
+    auto input = next_input(std::chrono::steady_clock::time_point::max());
+    auto* frame = std::get_if<SlotInput>(&input);
     // Inputs for an execution that already ended (a late tool result) are dropped here.
-    if (auto* start = std::get_if<wire::Start>(&input)) run(std::move(*start));
+    if (frame == nullptr) continue;
+    if (auto* start = std::get_if<wire::Start>(frame)) run(std::move(*start));
+  }
+}
+
+std::variant<SlotInput, NoInput> Slot::next_input(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    auto next = reader_.next();
+    if (!next) fatal(next.error().message);
+    if (next->has_frame) {
+      auto message = wire::decode(next->body);
+      if (!message) fatal(message.error().message);
+      return std::visit(
+          [&](auto&& m) -> std::variant<SlotInput, NoInput> {
+            using T = std::decay_t<decltype(m)>;
+            if constexpr (std::is_same_v<T, wire::Start> || std::is_same_v<T, wire::ToolResult> ||
+                          std::is_same_v<T, wire::TimerFired> || std::is_same_v<T, wire::Cancel>) {
+              return SlotInput(std::move(m));
+            } else {
+              fatal("the host sent a slot a frame that is not for an execution");
+            }
+          },
+          std::move(*message));
+    }
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return NoInput{};
+      pollfd fd{channel_.fd(), POLLIN, 0};
+      int ready = ::poll(&fd, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 60'000)));
+      if (ready < 0 && errno != EINTR) fatal("poll failed on the slot's socket");
+      if (ready <= 0) continue;
+    }
+    char buffer[1 << 14];
+    ssize_t n = ::read(channel_.fd(), buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) _exit(0);  // the host closed the socket: nothing left to do
+    reader_.feed(buffer, static_cast<std::size_t>(n));
   }
 }
 
@@ -112,6 +158,7 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   allocator_.reset(static_cast<v8::ArrayBuffer::Allocator*>(new_counting_array_buffer_allocator(budget_)));
   v8::Isolate::CreateParams params;
   params.array_buffer_allocator = allocator_.get();
+  if (snapshot_ != nullptr) params.snapshot_blob = &snapshot_->blob;
   params.constraints.set_max_old_generation_size_in_bytes(heap_bytes);
   params.constraints.set_max_young_generation_size_in_bytes(std::min<std::uint64_t>(16u << 20, heap_bytes / 4));
   isolate_ = v8::Isolate::New(params);
@@ -127,7 +174,8 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   isolate_spent_ = false;
   v8::Isolate::Scope isolate_scope(isolate_);
   v8::HandleScope handles(isolate_);
-  preparer_ = std::make_unique<SourcePreparer>(isolate_);
+  preparer_ = snapshot_ != nullptr ? std::make_unique<SourcePreparer>(isolate_, snapshot_->preparer_context)
+                                   : std::make_unique<SourcePreparer>(isolate_);
 }
 
 void Slot::make_warm() {
@@ -164,7 +212,7 @@ void Slot::run(wire::Start start) {
     new_isolate(start.limits.heap_bytes);
     make_warm();
   }
-  warm_idle_.store(false, std::memory_order_release);
+  on_busy_(true);
   Execution e;
   e.exec = start.exec;
   e.id = std::move(start.id);
@@ -237,7 +285,6 @@ void Slot::run(wire::Start start) {
   current_ = nullptr;
   warm_.reset();  // the execution's context is never used again
   set_thread_host_time(NAN);
-  on_free_(e.exec);
   channel_.send(outcome);
 
   // Off the request path: give ArrayBuffers of the finished context back before the next
@@ -252,7 +299,9 @@ void Slot::run(wire::Start start) {
     isolate_->LowMemoryNotification();
   }
   make_warm();
-  warm_idle_.store(true, std::memory_order_release);
+  on_busy_(false);
+  // The host prefers a slot that said so for the next start.
+  channel_.send(wire::Ready{1});
 }
 
 void Slot::set_wall_deadline(const Execution& e) {
@@ -330,14 +379,21 @@ void Slot::drain() {
 
 Slot::Outcome Slot::execute(Execution& e, v8::Local<v8::Context> context) {
   v8::TryCatch try_catch(isolate_);
-  auto prepared = preparer_->prepare(e.source);
-  if (auto* error = std::get_if<SourceError>(&prepared)) {
-    return wire::Failed{e.exec, FailureKind::syntax_error,
-                        "SyntaxError: " + error->message + " (line " + std::to_string(error->line) +
-                            ", column " + std::to_string(error->column) + ")"};
+  std::string body;
+  if (auto known = prepared_.find(e.source)) {
+    body = std::move(*known);
+  } else {
+    auto prepared = preparer_->prepare(e.source);
+    if (auto* error = std::get_if<SourceError>(&prepared)) {
+      if (auto out = killed()) return *out;
+      return wire::Failed{e.exec, FailureKind::syntax_error,
+                          "SyntaxError: " + error->message + " (line " + std::to_string(error->line) +
+                              ", column " + std::to_string(error->column) + ")"};
+    }
+    body = std::move(std::get<PreparedSource>(prepared).body);
+    prepared_.insert(e.source, body);
   }
   if (auto out = killed()) return *out;
-  const std::string& body = std::get<PreparedSource>(prepared).body;
   std::string wrapped = "(async () => {\"use strict\";\n" + body + "\n})()";
   // Line 1 of the body is line 1 of the script, so error lines point into the user's code.
   v8::ScriptOrigin origin(isolate_, v8_string(isolate_, "execute"), -1, 0);
@@ -375,35 +431,25 @@ Slot::Outcome Slot::execute(Execution& e, v8::Local<v8::Context> context) {
       std::lock_guard lock(kill_mutex_);
       deadline = wall_deadline_;
     }
-    SlotInput input;
-    {
-      std::unique_lock lock(queue_mutex_);
-      auto has_input = [&] { return !queue_.empty(); };
-      if (deadline == std::chrono::steady_clock::time_point::max()) {
-        queue_cv_.wait(lock, has_input);
-      } else if (!queue_cv_.wait_until(lock, deadline, has_input)) {
-        lock.unlock();
-        kill(FailureKind::wall_limit, "the execution ran longer than its wall time limit of " +
-                                          std::to_string(e.limits.wall_ms) +
-                                          " ms (wall_ms; time waiting for tools is not counted)");
-        continue;
-      }
-      input = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    if (auto* start = std::get_if<wire::Start>(&input)) {
-      // The worker routes a start only to a free slot; keep it for after this execution.
-      deferred_.push_back(std::move(*start));
+    auto next = next_input(deadline);
+    auto* input = std::get_if<SlotInput>(&next);
+    if (input == nullptr) {
+      kill(FailureKind::wall_limit, "the execution ran longer than its wall time limit of " +
+                                        std::to_string(e.limits.wall_ms) +
+                                        " ms (wall_ms; time waiting for tools is not counted)");
       continue;
     }
-    if (auto* cancel = std::get_if<wire::Cancel>(&input)) {
+    if (std::holds_alternative<wire::Start>(*input)) {
+      fatal("the host started an execution on a busy slot");
+    }
+    if (auto* cancel = std::get_if<wire::Cancel>(input)) {
       if (cancel->exec == e.exec) kill(FailureKind::cancelled, "the execution was cancelled");
       continue;
     }
-    if (auto* result = std::get_if<wire::ToolResult>(&input)) {
+    if (auto* result = std::get_if<wire::ToolResult>(input)) {
       if (result->exec != e.exec || e.outstanding.count(result->result.seq) == 0) continue;
       if (auto out = deliver(e, context, result->result)) return *out;
-    } else if (auto* fired = std::get_if<wire::TimerFired>(&input)) {
+    } else if (auto* fired = std::get_if<wire::TimerFired>(input)) {
       if (fired->exec != e.exec || e.timers.count(fired->fired.timer) == 0) continue;
       if (auto out = deliver(e, context, fired->fired)) return *out;
     }

@@ -1,4 +1,6 @@
-// A slot runs one execution at a time on a thread of its own, in an isolate of its own.
+// A slot runs one execution at a time on a thread of its own, in an isolate of its own,
+// and talks to the host over a socket of its own: its thread reads the frames for its
+// executions itself, with no reader thread in between.
 //
 // The slot keeps its next context warm (created, prelude run) so that a start costs no
 // context creation on the request path. Every execution gets a fresh context; a context is
@@ -34,29 +36,38 @@
 #include "channel.hpp"
 #include "dorm/engine/array_buffer_budget.hpp"
 #include "dorm/engine/wire.hpp"
+#include "prepared_cache.hpp"
 #include "source_prep.hpp"
+#include "startup_snapshot.hpp"
 
 namespace dorm::engine::sandbox {
 
 using SlotInput = std::variant<wire::Start, wire::ToolResult, wire::TimerFired, wire::Cancel>;
 
+// Waiting for an input: nothing arrived before the deadline.
+struct NoInput {};
+
 class Slot {
  public:
-  // `on_free(exec)` runs on the slot thread when an execution ends, before its final frame is
-  // sent, so the worker can route the next start to this slot.
-  Slot(Channel& channel, v8::Platform& platform, std::function<void(std::uint64_t)> on_free);
+  // The slot reads and writes its executions' frames on `channel`, a socket of its own.
+  // `on_busy(true)` runs on the slot thread when an execution starts, `on_busy(false)` when it
+  // has ended, so the worker's watchdog knows when to look. `prepared` is the worker's cache
+  // of source preparations, shared by its slots; `snapshot` (may be null) is what the slot's
+  // isolates start from.
+  Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
+       StartupSnapshot* snapshot, std::function<void(bool running)> on_busy);
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
 
-  // Starts the thread and blocks until its isolate and first context are warm.
+  // Starts the thread, which creates the isolate and the first context.
   void start();
 
-  // Queues an input; thread-safe.
-  void post(SlotInput input);
+  // Blocks until the isolate and first context are warm.
+  void wait_warm();
 
-  // Whether the next context is ready and no execution runs: a start routed here begins at
-  // once. Thread-safe.
-  bool warm() const { return warm_idle_.load(std::memory_order_acquire); }
+  // From now on the slot reads its socket. Called once the worker is locked down, so no
+  // frame is read before the seccomp filter is in place.
+  void serve();
 
   // Called by the watchdog: terminates the running execution if it passed its CPU or wall
   // limit at `now`. Returns whether an execution is running.
@@ -87,6 +98,10 @@ class Slot {
   Outcome fail_with_exception(Execution& e, v8::Local<v8::Context> context,
                               v8::Local<v8::Value> exception);
   void drain();
+  // The next frame from the host, or NoInput once `deadline` passes. The host sends a
+  // slot only these four kinds; anything else, or bytes that are not a frame, ends the
+  // process, as does the host closing the socket.
+  std::variant<SlotInput, NoInput> next_input(std::chrono::steady_clock::time_point deadline);
   void set_wall_deadline(const Execution& e);
 
   static void js_call(const v8::FunctionCallbackInfo<v8::Value>& info);
@@ -98,16 +113,19 @@ class Slot {
 
   Channel& channel_;
   v8::Platform& platform_;
-  std::function<void(std::uint64_t)> on_free_;
+  PreparedCache& prepared_;
+  StartupSnapshot* snapshot_;
+  std::function<void(bool)> on_busy_;
   pthread_t thread_{};
 
-  // Inputs from the reader thread.
-  std::mutex queue_mutex_;
-  std::condition_variable queue_cv_;
-  std::deque<SlotInput> queue_;
+  // Start-up handshake with the worker's main thread.
+  std::mutex start_mutex_;
+  std::condition_variable start_cv_;
   bool warm_ready_ = false;
-  std::atomic<bool> warm_idle_{false};
-  std::deque<wire::Start> deferred_;  // slot thread only
+  bool serving_ = false;
+
+  // Frames from the host, read on the slot thread only.
+  wire::FrameReader reader_;
 
   // The isolate and what lives in it; touched only on the slot thread.
   v8::Isolate* isolate_ = nullptr;

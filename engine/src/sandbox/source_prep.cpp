@@ -56,6 +56,37 @@ SourcePreparer::SourcePreparer(v8::Isolate* isolate) : isolate_(isolate) {
   v8::Local<v8::Context> context = v8::Context::New(isolate_);
   // The bundle needs neither eval nor Function; nothing in this context ever should.
   context->AllowCodeGenerationFromStrings(false);
+  load(context);
+}
+
+SourcePreparer::SourcePreparer(v8::Isolate* isolate, std::size_t snapshot_index) : isolate_(isolate) {
+  v8::HandleScope handles(isolate_);
+  v8::Local<v8::Context> context;
+  if (!v8::Context::FromSnapshot(isolate_, snapshot_index).ToLocal(&context)) {
+    init_error_ = "source preparation failed: its context is not in the snapshot";
+    return;
+  }
+  context->AllowCodeGenerationFromStrings(false);
+  adopt(context);
+  // The bytecode came with the snapshot; the first calls still allocate feedback.
+  if (init_error_.empty()) (void)prepare(kWarmUpSource);
+}
+
+std::optional<std::size_t> SourcePreparer::add_to_snapshot(v8::SnapshotCreator& creator) {
+  v8::Isolate* isolate = creator.GetIsolate();
+  v8::HandleScope handles(isolate);
+  v8::Local<v8::Context> context;
+  {
+    // The snapshot may hold no global handles: the preparer that loads the context goes
+    // before the context is added.
+    SourcePreparer preparer(isolate);
+    if (!preparer.loaded()) return std::nullopt;
+    context = preparer.context_.Get(isolate);
+  }
+  return creator.AddContext(context);
+}
+
+void SourcePreparer::load(v8::Local<v8::Context> context) {
   v8::Context::Scope context_scope(context);
   v8::TryCatch try_catch(isolate_);
 
@@ -74,6 +105,12 @@ SourcePreparer::SourcePreparer(v8::Isolate* isolate) : isolate_(isolate) {
     init_error_ = describe_failure(isolate_, try_catch);
     return;
   }
+  adopt(context);
+  if (init_error_.empty()) (void)prepare(kWarmUpSource);
+}
+
+void SourcePreparer::adopt(v8::Local<v8::Context> context) {
+  v8::Context::Scope context_scope(context);
   v8::Local<v8::Value> defined = get(context, context->Global(), "__dormPrepare");
   if (!defined->IsFunction()) {
     init_error_ = "source preparation failed: the bundle did not define __dormPrepare";
@@ -81,7 +118,6 @@ SourcePreparer::SourcePreparer(v8::Isolate* isolate) : isolate_(isolate) {
   }
   context_.Reset(isolate_, context);
   prepare_.Reset(isolate_, defined.As<v8::Function>());
-  (void)prepare(kWarmUpSource);
 }
 
 std::variant<PreparedSource, SourceError> SourcePreparer::prepare(std::string_view source) {

@@ -1,6 +1,7 @@
 // dorm-engine-worker: the process that runs `execute` code (docs/engine.md).
 //
-// The server spawns it with one end of a socketpair as fd 3 and nothing else open (stderr
+// The server spawns it with one end of a socketpair as fd 3 (control: ready, heartbeats) and
+// one more per slot as fds 4, 5, ... (that slot's executions), and nothing else open (stderr
 // only when the pool is told to keep it, for debugging). It locks itself down in this
 // order, each step before any untrusted byte arrives: other fds closed, no new privileges,
 // not dumpable, dies with its parent, rlimits; V8 and every slot's isolate warmed up; the
@@ -23,7 +24,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "channel.hpp"
@@ -52,6 +52,11 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
+[[noreturn]] void fatal(const std::string& why) {
+  std::fprintf(stderr, "dorm-engine-worker: %s\n", why.c_str());
+  _exit(2);
+}
+
 void set_limit(int resource, rlim_t value) {
   rlimit limit{value, value};
   setrlimit(resource, &limit);
@@ -59,23 +64,32 @@ void set_limit(int resource, rlim_t value) {
 
 class Worker {
  public:
-  Worker(Channel& channel, v8::Platform& platform, int slots) : channel_(channel) {
+  // Slot i talks on fd `control_fd + 1 + i`.
+  Worker(Channel& control, v8::Platform& platform, int control_fd, int slots) : control_(control) {
+    StartupSnapshot* snapshot = startup_snapshot();
     for (int i = 0; i < slots; ++i) {
-      slots_.push_back(std::make_unique<Slot>(channel, platform, [this](std::uint64_t exec) { free(exec); }));
+      channels_.push_back(std::make_unique<Channel>(control_fd + 1 + i));
+      slots_.push_back(std::make_unique<Slot>(*channels_.back(), platform, prepared_, snapshot,
+                                              [this](bool running) { busy(running); }));
     }
   }
 
+  // Slots warm up in parallel; this returns once all are warm. Each slot thread then reads
+  // its own socket.
   void start() {
     for (auto& slot : slots_) slot->start();
+    for (auto& slot : slots_) slot->wait_warm();
     watchdog_ = std::thread([this] { watch(); });
   }
 
-  // Reads frames until the host closes the socket.
+  // Lets the slots read their sockets, then reads the control socket until the host closes
+  // it: heartbeats only.
   [[noreturn]] void serve() {
+    for (auto& slot : slots_) slot->serve();
     wire::FrameReader reader;
-    std::vector<char> buffer(1 << 16);
+    std::vector<char> buffer(1 << 12);
     for (;;) {
-      ssize_t n = ::read(channel_.fd(), buffer.data(), buffer.size());
+      ssize_t n = ::read(control_.fd(), buffer.data(), buffer.size());
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) _exit(0);
       reader.feed(buffer.data(), static_cast<std::size_t>(n));
@@ -85,78 +99,20 @@ class Worker {
         if (!next->has_frame) break;
         auto message = wire::decode(next->body);
         if (!message) fatal(message.error().message);
-        dispatch(std::move(*message));
+        auto* ping = std::get_if<wire::Ping>(&*message);
+        if (ping == nullptr) fatal("the host sent something other than a ping on the control socket");
+        control_.send(wire::Pong{ping->nonce});
       }
     }
   }
 
  private:
-  [[noreturn]] static void fatal(const std::string& why) {
-    std::fprintf(stderr, "dorm-engine-worker: %s\n", why.c_str());
-    _exit(2);
-  }
-
-  void dispatch(wire::Message message) {
-    if (auto* start = std::get_if<wire::Start>(&message)) {
-      Slot* slot = nullptr;
-      {
-        std::lock_guard lock(mutex_);
-        if (routes_.count(start->exec) == 0) {
-          // A free slot whose next context is already warm starts at once; a free slot still
-          // warming up (it just finished an execution) only after that.
-          for (auto& s : slots_) {
-            bool taken = false;
-            for (auto& [exec, owner] : routes_) taken = taken || owner == s.get();
-            if (taken) continue;
-            if (slot == nullptr || (!slot->warm() && s->warm())) slot = s.get();
-            if (slot->warm()) break;
-          }
-          if (slot != nullptr) routes_[start->exec] = slot;
-        }
-      }
-      if (slot == nullptr) {
-        channel_.send(wire::Failed{start->exec, FailureKind::engine_overloaded,
-                                   "the engine worker has no free slot"});
-        return;
-      }
-      slot->post(std::move(*start));
-      cv_.notify_all();
-    } else if (auto* ping = std::get_if<wire::Ping>(&message)) {
-      channel_.send(wire::Pong{ping->nonce});
-    } else {
-      std::uint64_t exec = std::visit(
-          [](const auto& m) -> std::uint64_t {
-            using T = std::decay_t<decltype(m)>;
-            if constexpr (std::is_same_v<T, wire::ToolResult> || std::is_same_v<T, wire::TimerFired> ||
-                          std::is_same_v<T, wire::Cancel>) {
-              return m.exec;
-            } else {
-              fatal("the host sent a worker-to-host frame");
-            }
-          },
-          message);
-      Slot* slot = nullptr;
-      {
-        std::lock_guard lock(mutex_);
-        auto route = routes_.find(exec);
-        if (route != routes_.end()) slot = route->second;
-      }
-      if (slot == nullptr) return;  // the execution already ended
-      std::visit(
-          [&](auto&& m) {
-            using T = std::decay_t<decltype(m)>;
-            if constexpr (std::is_same_v<T, wire::ToolResult> || std::is_same_v<T, wire::TimerFired> ||
-                          std::is_same_v<T, wire::Cancel>) {
-              slot->post(std::move(m));
-            }
-          },
-          std::move(message));
+  void busy(bool running) {
+    {
+      std::lock_guard lock(mutex_);
+      running_ += running ? 1 : -1;
     }
-  }
-
-  void free(std::uint64_t exec) {
-    std::lock_guard lock(mutex_);
-    routes_.erase(exec);
+    if (running) cv_.notify_all();
   }
 
   // Checks CPU and wall limits every few milliseconds while anything runs; sleeps otherwise.
@@ -166,19 +122,21 @@ class Worker {
       auto now = std::chrono::steady_clock::now();
       for (auto& slot : slots_) any = slot->check_limits(now) || any;
       std::unique_lock lock(mutex_);
-      if (any || !routes_.empty()) {
+      if (any || running_ > 0) {
         cv_.wait_for(lock, std::chrono::milliseconds(5));
       } else {
-        cv_.wait(lock, [&] { return !routes_.empty(); });
+        cv_.wait(lock, [&] { return running_ > 0; });
       }
     }
   }
 
-  Channel& channel_;
+  Channel& control_;
+  PreparedCache prepared_;
+  std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::unordered_map<std::uint64_t, Slot*> routes_;
+  int running_ = 0;  // slots running an execution
   std::thread watchdog_;
 };
 
@@ -215,7 +173,7 @@ int main(int argc, char** argv) {
   int slots = 2;
   std::uint64_t address_space_mb = 0;
   std::string probe_call;
-  app.add_option("--fd", fd, "the socket to the host")->capture_default_str();
+  app.add_option("--fd", fd, "the control socket to the host; slot i's socket is fd + 1 + i")->capture_default_str();
   app.add_option("--slots", slots, "executions run at once")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--address-space-mb", address_space_mb,
                  "RLIMIT_AS in MiB (0: none; always none under AddressSanitizer)");
@@ -227,9 +185,10 @@ int main(int argc, char** argv) {
   bool probing = !probe_call.empty();
   // Nothing open but stdio (which the pool points at /dev/null, or stderr when it keeps it)
   // and the socket.
+  const int last_fd = fd + slots;  // the control socket, then one socket per slot
   if (!probing) {
     if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
-    ::close_range(static_cast<unsigned>(fd) + 1, ~0u, 0);
+    ::close_range(static_cast<unsigned>(last_fd) + 1, ~0u, 0);
   }
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -241,9 +200,9 @@ int main(int argc, char** argv) {
 
   v8::Platform& platform = init_v8_with_host_time(kV8Flags);
   Channel channel(fd);
-  static Worker worker(channel, platform, slots);
+  static Worker worker(channel, platform, fd, slots);
   worker.start();
-  set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(fd) + 1);
+  set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(last_fd) + 1);
   if (!install_seccomp_filter()) {
     std::fprintf(stderr, "dorm-engine-worker: the kernel refused the seccomp filter\n");
     _exit(3);
