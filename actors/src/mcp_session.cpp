@@ -193,10 +193,17 @@ class McpSession::CallContext : public mcp::ToolContext,
 
   bool finished() const override { return finished_; }
 
-  // Runs a piece of the handler; an exception finishes the call with an error result.
+  // Runs a piece of the handler; an exception finishes the call with an error result,
+  // except a failure of the store (thrown by value_or_throw, the tool's or the session's
+  // own on the tool's behalf), which fails the turn: the session resets and its next
+  // activation's reaper answers the call, where an error result here could not even be
+  // stored.
   void run(const std::function<void()>& step) {
     try {
       step();
+    } catch (const ErrorException& e) {
+      if (!is_input_error(e.error().code)) throw;
+      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
     } catch (const std::exception& e) {
       finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
     }
@@ -225,12 +232,9 @@ McpSession::McpSession(const McpSessionOptions& options)
 McpSession::~McpSession() = default;
 
 void McpSession::on_start(StartReason) {
-  auto stored = get(mcp::kSessionMetaKey);
-  if (!stored) throw std::runtime_error(stored.error().describe());
-  if (!*stored) return;  // no such session (yet): initialize makes one
-  auto meta = mcp::SessionMeta::from_json(**stored);
-  if (!meta) throw std::runtime_error(meta.error().describe());
-  meta_ = std::move(*meta);
+  auto stored = get(mcp::kSessionMetaKey).value_or_throw();
+  if (!stored) return;  // no such session (yet): initialize makes one
+  meta_ = mcp::SessionMeta::from_json(*stored).value_or_throw();
   // Whatever the start reason, before any traffic: work a dead activation left
   // unanswered gets its error now, so a client that resumes finds it.
   if (options_.reaper) reap();
@@ -238,11 +242,10 @@ void McpSession::on_start(StartReason) {
 
 void McpSession::reap() {
   mcp::Reaper reaper(journal_, log_);
-  auto plan = reaper.find(epoch());
-  if (!plan) throw std::runtime_error(plan.error().describe());
+  auto plan = reaper.find(epoch()).value_or_throw();
   const std::string session = id().to_string();
-  mcp::log_unreadable(*plan, session);
-  if (plan->empty()) return;
+  mcp::log_unreadable(plan, session);
+  if (plan.empty()) return;
   auto span = start_span(mcp::kRestartReapSpan);
   auto commit_record = [this](const mcp::Reaper::Step& step) -> Result<void> {
     // The stream finished in this batch: its retention alarm goes in the same batch.
@@ -251,7 +254,7 @@ void McpSession::reap() {
     }
     return commit();
   };
-  auto report = reaper.run(*plan, epoch(), clock().now_ms(), commit_record);
+  auto report = reaper.run(plan, epoch(), clock().now_ms(), commit_record);
   mcp::record_reap(span, report, session, epoch().generation);
   // The records not reached are untouched: failing the start resets this object, and the
   // next activation reaps them.
@@ -454,7 +457,7 @@ void McpSession::post(const SessionCall& call) {
         break;
       }
       if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
-        throw std::runtime_error(opened.error().describe());
+        throw ErrorException(std::move(opened).error());
       }
     }
     live_.emplace(exchange->stream, exchange);
@@ -509,9 +512,7 @@ std::optional<mcp::RequestId> McpSession::reused_request_id(const std::vector<Me
     if (m.kind != Message::Kind::request) continue;
     auto key = m.id->to_key();
     if (!in_this_post.insert(key).second) return m.id;
-    auto running = journal_.contains(*m.id);
-    if (!running) throw std::runtime_error(running.error().describe());
-    if (*running) return m.id;
+    if (journal_.contains(*m.id).value_or_throw()) return m.id;
   }
   return std::nullopt;
 }
@@ -538,10 +539,8 @@ void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
   if (!exchange->sealed || exchange->outstanding > 0 || exchange->done) return;
   exchange->done = true;
   live_.erase(exchange->stream);
-  if (auto ok = log_.finish(exchange->stream, clock().now_ms()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
-  if (auto ok = cover_finished_stream(); !ok) throw std::runtime_error(ok.error().describe());
+  log_.finish(exchange->stream, clock().now_ms()).value_or_throw();
+  cover_finished_stream().value_or_throw();
   if (exchange->streaming) {
     // The stream's connection (if the client has one open) ends after its last event.
     deliver(exchange->stream, {}, true);
@@ -569,7 +568,7 @@ void McpSession::emit(Exchange& exchange, std::string message,
                         .json);
     id = log_.append(exchange.stream, message);
   }
-  if (!id) throw std::runtime_error(id.error().describe());
+  if (!id) throw ErrorException(std::move(id).error());
   if (exchange.streaming) {
     deliver(exchange.stream, sse_event(*id, message), false);
   } else {
@@ -579,13 +578,11 @@ void McpSession::emit(Exchange& exchange, std::string message,
 }
 
 void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
-  if (auto ok = journal_.put(mcp::JournalRecord{id, stream, epoch()}); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
+  journal_.put(mcp::JournalRecord{id, stream, epoch()}).value_or_throw();
 }
 
 void McpSession::journal_del(const mcp::RequestId& id) {
-  if (auto ok = journal_.del(id); !ok) throw std::runtime_error(ok.error().describe());
+  journal_.del(id).value_or_throw();
 }
 
 Result<void> McpSession::cover_finished_stream() {
@@ -598,20 +595,13 @@ Result<void> McpSession::cover_finished_stream() {
 }
 
 void McpSession::arm_retention() {
-  auto next = log_.next_expiry();
-  if (!next) throw std::runtime_error(next.error().describe());
-  if (*next) {
-    if (auto ok = set_alarm(kRetentionAlarm, **next); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
-  }
+  if (auto next = log_.next_expiry().value_or_throw()) set_alarm(kRetentionAlarm, *next).value_or_throw();
 }
 
 void McpSession::on_alarm(const AlarmInfo& info) {
   if (info.name == kIdleAlarm) return on_idle_alarm();
   if (info.name != kRetentionAlarm) return;
-  auto removed = log_.expire(clock().now_ms());
-  if (!removed) throw std::runtime_error(removed.error().describe());
+  log_.expire(clock().now_ms()).value_or_throw();
   arm_retention();
 }
 
@@ -716,12 +706,8 @@ void McpSession::erase() {
   // Index entries live outside the session's keys: delete_all() would leave them.
   ListOptions journal;
   journal.prefix = std::string(kJournalPrefix);
-  auto records = list(journal);
-  if (!records) throw std::runtime_error(records.error().describe());
-  for (const auto& kv : *records) {
-    if (auto ok = index_del(kInflightIndex, inflight_key(kv.key.substr(kJournalPrefix.size()))); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
+  for (const auto& kv : list(journal).value_or_throw()) {
+    index_del(kInflightIndex, inflight_key(kv.key.substr(kJournalPrefix.size()))).value_or_throw();
   }
   erase_subscriptions();
   live_.clear();
@@ -732,7 +718,7 @@ void McpSession::erase() {
     after_commit([connection = connection] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
   }
   connections_.clear();
-  if (auto ok = delete_all(); !ok) throw std::runtime_error(ok.error().describe());
+  delete_all().value_or_throw();
   meta_.reset();
   // Nothing is stored any more, so nothing stays in memory either: running calls stop
   // with the activation (their timers never fire), and no record of the id is kept.
@@ -740,9 +726,7 @@ void McpSession::erase() {
 }
 
 void McpSession::store_meta() {
-  if (auto ok = put(mcp::kSessionMetaKey, meta_->to_json()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
+  put(mcp::kSessionMetaKey, meta_->to_json()).value_or_throw();
 }
 
 Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options) {

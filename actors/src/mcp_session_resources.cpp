@@ -95,15 +95,11 @@ std::string McpSession::subscribe(const Message& request, bool on) {
   }
   const std::string entry = subscriber_entry(text, id().to_string());
   if (on) {
-    if (auto ok = put(subscription_key(text), ""); !ok) throw std::runtime_error(ok.error().describe());
-    if (auto ok = index_put(kResourceSubscribersIndex, entry, ""); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
+    put(subscription_key(text), "").value_or_throw();
+    index_put(kResourceSubscribersIndex, entry, "").value_or_throw();
   } else {
-    if (auto ok = del(subscription_key(text)); !ok) throw std::runtime_error(ok.error().describe());
-    if (auto ok = index_del(kResourceSubscribersIndex, entry); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
+    del(subscription_key(text)).value_or_throw();
+    index_del(kResourceSubscribersIndex, entry).value_or_throw();
   }
   return mcp::result_response(*request.id, "{}");
 }
@@ -112,14 +108,10 @@ void McpSession::on_resource_updated(const mcp::ResourceUpdated& update) {
   if (!meta_) {
     // The session is gone but its index entry was not (an older build, or a torn
     // delete): drop the entry so nobody tells this id again.
-    if (auto ok = index_del(kResourceSubscribersIndex, subscriber_entry(update.uri, id().to_string())); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
+    index_del(kResourceSubscribersIndex, subscriber_entry(update.uri, id().to_string())).value_or_throw();
     return dispose_empty();
   }
-  auto subscribed = get(subscription_key(update.uri));
-  if (!subscribed) throw std::runtime_error(subscribed.error().describe());
-  if (!*subscribed) return;
+  if (!get(subscription_key(update.uri)).value_or_throw()) return;
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
@@ -130,28 +122,20 @@ void McpSession::on_resource_updated(const mcp::ResourceUpdated& update) {
 }
 
 void McpSession::tell_subscribers(std::string_view uri) {
-  auto ids = subscribers(runtime(), uri);
-  if (!ids) throw std::runtime_error(ids.error().describe());
-  for (const auto& text : *ids) {
+  for (const auto& text : subscribers(runtime(), uri).value_or_throw()) {
     auto parsed = runtime().parse_id(kMcpSessionNamespace, text);
     if (!parsed) continue;
-    auto handle = runtime().get(*parsed);
-    if (!handle) throw std::runtime_error(handle.error().describe());
     // Behind the output gate, like everything a turn sends.
-    send(*handle, mcp::ResourceUpdated{std::string(uri)});
+    send(runtime().get(*parsed).value_or_throw(), mcp::ResourceUpdated{std::string(uri)});
   }
 }
 
 void McpSession::erase_subscriptions() {
   ListOptions options;
   options.prefix = std::string(kSubscriptionPrefix);
-  auto rows = list(options);
-  if (!rows) throw std::runtime_error(rows.error().describe());
-  for (const auto& kv : *rows) {
+  for (const auto& kv : list(options).value_or_throw()) {
     auto uri = std::string_view(kv.key).substr(kSubscriptionPrefix.size());
-    if (auto ok = index_del(kResourceSubscribersIndex, subscriber_entry(uri, id().to_string())); !ok) {
-      throw std::runtime_error(ok.error().describe());
-    }
+    index_del(kResourceSubscribersIndex, subscriber_entry(uri, id().to_string())).value_or_throw();
   }
 }
 

@@ -65,11 +65,9 @@ void McpSession::close_connection(Exchange& exchange) {
 
 std::uint64_t McpSession::standalone_stream() {
   if (standalone_) return standalone_->stream;
-  auto stored = get(kStandaloneKey);
-  if (!stored) throw std::runtime_error(stored.error().describe());
-  if (*stored) {
-    auto cursor = mcp::parse_event_id(**stored);
-    if (!cursor) throw std::runtime_error("corrupt standalone stream cursor '" + **stored + "'");
+  if (auto stored = get(kStandaloneKey).value_or_throw()) {
+    auto cursor = mcp::parse_event_id(*stored);
+    if (!cursor) throw std::runtime_error("corrupt standalone stream cursor '" + *stored + "'");
     standalone_ = *cursor;
     return cursor->stream;
   }
@@ -83,7 +81,7 @@ std::uint64_t McpSession::standalone_stream() {
       break;
     }
     if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
-      throw std::runtime_error(opened.error().describe());
+      throw ErrorException(std::move(opened).error());
     }
   }
   store_standalone_cursor();
@@ -91,20 +89,17 @@ std::uint64_t McpSession::standalone_stream() {
 }
 
 void McpSession::store_standalone_cursor() {
-  if (auto ok = put(kStandaloneKey, standalone_->to_string()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
+  put(kStandaloneKey, standalone_->to_string()).value_or_throw();
 }
 
 void McpSession::emit_standalone(std::string message) {
   std::uint64_t stream = standalone_stream();
-  auto id = log_.append(stream, message);
-  if (!id) throw std::runtime_error(id.error().describe());
+  auto id = log_.append(stream, message).value_or_throw();
   if (connections_.count(stream)) {
     // Handed to the open GET: a later fresh GET starts after it.
-    standalone_ = *id;
+    standalone_ = id;
     store_standalone_cursor();
-    deliver(stream, sse_event(*id, message), false);
+    deliver(stream, sse_event(id, message), false);
   }
 }
 
@@ -117,7 +112,7 @@ void McpSession::open_standalone(const SessionCall& call) {
     // The cursor's events were dropped (the log keeps at most its limits): from the oldest.
     replay = log_.replay_after(mcp::EventId{stream, 0});
   }
-  if (!replay) throw std::runtime_error(replay.error().describe());
+  if (!replay) throw ErrorException(std::move(replay).error());
   std::string bytes;
   mcp::EventId last = *standalone_;
   for (const auto& e : replay->events) {
@@ -140,7 +135,7 @@ void McpSession::resume(const SessionCall& call) {
   if (!cursor) return answer_now(call, bad_cursor());
   auto replay = log_.replay_after(*cursor);
   if (!replay && replay.error().code == ErrorCode::not_found) return answer_now(call, bad_cursor());
-  if (!replay) throw std::runtime_error(replay.error().describe());
+  if (!replay) throw ErrorException(std::move(replay).error());
   if (replay->truncated) {
     log::warn("cursor_truncated", {{"session", session_id_}, {"cursor", *call.last_event_id}});
   }
@@ -168,19 +163,17 @@ void McpSession::resume(const SessionCall& call) {
 // (the TTL alarm) or a restart.
 void McpSession::note_activity() {
   auto now = clock().now_ms();
-  if (auto ok = put(kLastActivityKey, std::to_string(now)); !ok) throw std::runtime_error(ok.error().describe());
+  put(kLastActivityKey, std::to_string(now)).value_or_throw();
   const std::int64_t deadline = now + options_.idle.idle_after.count();
-  auto current = get_alarm(kIdleAlarm);
-  if (!current) throw std::runtime_error(current.error().describe());
-  if (*current && **current <= deadline) return;
-  if (auto ok = set_alarm(kIdleAlarm, deadline); !ok) throw std::runtime_error(ok.error().describe());
+  auto current = get_alarm(kIdleAlarm).value_or_throw();
+  if (current && *current <= deadline) return;
+  set_alarm(kIdleAlarm, deadline).value_or_throw();
 }
 
 void McpSession::on_idle_alarm() {
   if (!meta_) return;  // deleted meanwhile
-  auto stored = get(kLastActivityKey);
-  if (!stored) throw std::runtime_error(stored.error().describe());
-  std::int64_t last = *stored ? std::stoll(**stored) : meta_->created_ms;
+  auto stored = get(kLastActivityKey).value_or_throw();
+  std::int64_t last = stored ? std::stoll(*stored) : meta_->created_ms;
   auto now = clock().now_ms();
   if (now - last >= options_.session_ttl.count()) {
     log::info("session_expired", {{"session", session_id_}, {"idle_ms", now - last}});
@@ -194,13 +187,11 @@ void McpSession::on_idle_alarm() {
   input.busy = !live_.empty() || !connections_.empty();
   auto decision = mcp::decide(options_.idle, input);
   if (decision.action == mcp::IdleDecision::Action::wait) {
-    if (auto ok = set_alarm(kIdleAlarm, decision.wake_at_ms); !ok) throw std::runtime_error(ok.error().describe());
+    set_alarm(kIdleAlarm, decision.wake_at_ms).value_or_throw();
     return;
   }
   // Out of memory until the next request; the alarm comes back for the TTL.
-  if (auto ok = set_alarm(kIdleAlarm, last + options_.session_ttl.count()); !ok) {
-    throw std::runtime_error(ok.error().describe());
-  }
+  set_alarm(kIdleAlarm, last + options_.session_ttl.count()).value_or_throw();
   log::debug("session_disposed", {{"session", session_id_}, {"idle_ms", now - last}, {"row", decision.row}});
   dispose();
 }

@@ -190,10 +190,9 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   span.set_attribute(trace::attr::kAlarmLatenessMs, now - invocation.scheduled_ms);
   span.set_attribute(trace::attr::kAlarmExhausted, invocation.exhausted);
   auto failure = run_turn(invocation.exhausted ? "on_alarm_exhausted" : "on_alarm", [&] {
-    auto record = read_alarm(invocation.name);
-    if (!record) throw std::runtime_error(record.error().describe());
+    auto record = read_alarm(invocation.name).value_or_throw();
     // Set again or deleted since the scheduler read the index: that delivery is stale.
-    if (!*record || (*record)->version != invocation.version) {
+    if (!record || record->version != invocation.version) {
       span.set_attribute("dorm.alarm.stale", true);
       return;
     }
@@ -204,9 +203,8 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
       object_->on_alarm(info);
     }
     // Clear the delivered version only: a handler that set the alarm again keeps it.
-    auto after = read_alarm(invocation.name);
-    if (!after) throw std::runtime_error(after.error().describe());
-    if (*after && (*after)->version == invocation.version) remove_alarm(invocation.name, **after);
+    auto after = read_alarm(invocation.name).value_or_throw();
+    if (after && after->version == invocation.version) remove_alarm(invocation.name, *after);
   });
   if (activation_) activation_->accepted.fetch_sub(1);
   if (failure) {
@@ -412,9 +410,14 @@ Result<void> ObjectHost::fail_turn(Error error) {
 
 Result<void> ObjectHost::check_write(std::size_t key_bytes, std::size_t value_bytes) {
   const auto& limits = impl_->options.limits;
-  if (key_bytes > limits.max_key_bytes) return fail_turn(limit_error("key", key_bytes, limits.max_key_bytes));
+  // One key or value over its limit is the caller's input: refused, nothing written, and
+  // the turn goes on, so the caller can answer with a clear error (a tool that stores too
+  // much gets an error result; its session is not reset). The batch's totals are the
+  // turn's own: over them, the turn cannot commit as a whole, so it fails
+  // (docs/architecture.md#errors).
+  if (key_bytes > limits.max_key_bytes) return limit_error("key", key_bytes, limits.max_key_bytes);
   if (value_bytes > limits.max_value_bytes) {
-    return fail_turn(limit_error("value", value_bytes, limits.max_value_bytes));
+    return limit_error("value", value_bytes, limits.max_value_bytes);
   }
   if (batch_.entries() + 1 > limits.max_batch_entries) {
     return fail_turn(Error{ErrorCode::limit_exceeded,
@@ -432,7 +435,7 @@ Result<void> ObjectHost::check_write(std::size_t key_bytes, std::size_t value_by
 Result<std::optional<std::string>> ObjectHost::get(std::string_view key) {
   if (!in_turn()) return outside_turn();
   if (key.size() > impl_->options.limits.max_key_bytes) {
-    return fail_turn(limit_error("key", key.size(), impl_->options.limits.max_key_bytes)).error();
+    return limit_error("key", key.size(), impl_->options.limits.max_key_bytes);
   }
   return batch_.get(full_key(key));
 }

@@ -575,3 +575,61 @@ TEST_CASE("endpoint: a failed turn or a reset object is 503 with Retry-After, li
   CHECK(r.status == 500);
   CHECK(r.body.find("-32603") != std::string::npos);
 }
+
+TEST_CASE("tools/call kv_put of 200 KiB: a tool error naming the limit; the session is not reset and keeps working") {
+  SessionFixture f;
+  const std::string s = "s-kv-too-big-0001";
+  REQUIRE(f.initialize(s).status == 200);
+  const std::string big(200 * 1024, 'x');
+  auto res = f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"kv_put","arguments":{"key":"big","value":")" + big + R"("}}})");
+  CHECK(res.status == 200);
+  auto ev = events(res);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0]["result"]["isError"].GetBool());
+  CHECK(text_of(ev[0]) == "value of 204800 bytes exceeds the limit of 131072 bytes");
+  // Nothing was stored under the key, and the same activation answers the next call.
+  ev = events(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"big"}}})"));
+  REQUIRE(ev.size() == 1);
+  CHECK(text_of(ev[0]) == "no value stored under 'big'");
+  CHECK(f.tracer.spans_named(trace::kResetSpan).empty());
+  f.expected_active = 1;
+}
+
+TEST_CASE("a store failure while a tool finishes fails the turn: the session resets and the reaper answers the call") {
+  SessionFixture f;
+  const std::string s = "s-finish-fails-001";
+  REQUIRE(f.initialize(s).status == 200);
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1000}}})");
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(c), answer);
+  f.runtime->run_until_idle();
+  REQUIRE(answer->has_value());
+  read(**answer);
+  auto primed = event_id(**answer, 0);
+  REQUIRE(primed);
+  // Storing the result needs a read of the stream's record, which fails.
+  f.faulty.fail_reads(1);
+  f.run_until(f.clock.now_ms() + 1000);
+  auto state = read(**answer);
+  CHECK(state.over);
+  CHECK(state.aborted);  // cut, not ended: the client resumes
+  CHECK(f.tracer.spans_named(trace::kResetSpan).size() == 1);
+  // The resume activates the session again; its reaper has answered the call.
+  SessionCall get;
+  get.kind = SessionCall::Kind::get;
+  get.session_id = s;
+  get.caller = f.alice;
+  get.last_event_id = primed->to_string();
+  auto resumed = f.call(get);
+  CHECK(resumed.status == 200);
+  auto ev = events(resumed);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0]["id"].GetInt() == 5);
+  CHECK(ev[0]["error"]["code"].GetInt() == -32001);
+  CHECK(std::string(ev[0]["error"]["data"]["reason"].GetString()) == "session_reset");
+  f.expected_active = 1;
+}

@@ -3,9 +3,16 @@
 // Errors carry a machine-readable code and a message written for a person: it names
 // what was wrong and, for limits, both the limit and the actual size. Exceptions never
 // cross a layer boundary; functions that can fail return a Result.
+//
+// value_or_throw() is for code that cannot answer a failure where it happens and must
+// give up the whole unit of work: inside a durable object's turn it throws an
+// ErrorException, which the runtime turns into a failed turn (nothing kept or released,
+// the object reset). Which errors deserve that is written down in docs/architecture.md
+// ("Errors"); everything else is handled as a value.
 #pragma once
 
 #include <cassert>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +33,15 @@ enum class ErrorCode {
   internal,          // a bug in dorm
 };
 
+// Whether an error is about the caller's own input (invalid_argument, not_found,
+// limit_exceeded): nothing was changed, and the caller can answer it. Every other code is
+// a failure of the system, which fails the unit of work it happens in
+// (docs/architecture.md, "Errors").
+constexpr bool is_input_error(ErrorCode code) noexcept {
+  return code == ErrorCode::invalid_argument || code == ErrorCode::not_found ||
+         code == ErrorCode::limit_exceeded;
+}
+
 // A stable lower-case name for the code, used in logs and error messages.
 std::string_view to_string(ErrorCode code) noexcept;
 
@@ -35,6 +51,16 @@ struct Error {
 
   // "invalid_argument: <message>"
   std::string describe() const;
+};
+
+// What value_or_throw() throws: the Error, described as "code: message".
+class ErrorException : public std::runtime_error {
+ public:
+  explicit ErrorException(Error error) : std::runtime_error(error.describe()), error_(std::move(error)) {}
+  const Error& error() const noexcept { return error_; }
+
+ private:
+  Error error_;
 };
 
 template <class T>
@@ -59,6 +85,12 @@ class [[nodiscard]] Result {
   const Error& error() const& { assert(!ok()); return std::get<1>(state_); }
   Error&& error() && { assert(!ok()); return std::get<1>(std::move(state_)); }
 
+  // The value; throws ErrorException when there is none.
+  T value_or_throw() && {
+    if (!ok()) throw ErrorException(std::get<1>(std::move(state_)));
+    return std::get<0>(std::move(state_));
+  }
+
  private:
   std::variant<T, Error> state_;
 };
@@ -74,6 +106,11 @@ class [[nodiscard]] Result<void> {
 
   const Error& error() const& { assert(failed_); return error_; }
   Error&& error() && { assert(failed_); return std::move(error_); }
+
+  // Throws ErrorException when failed.
+  void value_or_throw() const {
+    if (failed_) throw ErrorException(error_);
+  }
 
  private:
   Error error_{ErrorCode::internal, {}};

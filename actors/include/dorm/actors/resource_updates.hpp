@@ -17,7 +17,7 @@
 
 namespace dorm::actors {
 
-inline constexpr std::string_view kResourceSubscribersIndex = "mcp-resource-subscribers";
+inline constexpr std::string_view kResourceSubscribersIndex = "mcp.subscribers";
 
 // The longest resource URI a session may subscribe to (it is part of the index key).
 inline constexpr std::size_t kMaxSubscribedUriBytes = 1024;
