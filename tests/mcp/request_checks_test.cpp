@@ -353,6 +353,19 @@ TEST_CASE("request checks: a single-valued header sent twice is 400, before the 
   CHECK(rejected(put).reason == "method_not_allowed");
 }
 
+TEST_CASE("request checks: another single-valued header sent twice arrives joined and fails its own check") {
+  RequestFacts f = good_post();
+  f.content_type = "application/json, application/json";
+  CHECK(rejected(f).reason == "unsupported_media_type");
+  f = good_post();
+  f.protocol_version = "2025-11-25, 2025-11-25";
+  CHECK(rejected(f).reason == "unsupported_protocol_version");
+  // A list joined the same way is still the list.
+  f = good_post();
+  f.accept = "application/json, text/event-stream";
+  CHECK(accepted(f) == Identity{"local", ""});
+}
+
 TEST_CASE("request checks: check_caller is the bodiless head of check_request") {
   RequestFacts f = good_post();
   f.accept = "text/html";
