@@ -4,8 +4,10 @@
 // anything but its socket, and the application handler answers through a callback that
 // may run on any thread later. The server binds before storage is opened, so `/healthz`
 // answers 200 as soon as the socket is bound while `/readyz` answers 503 until
-// set_ready(true). Beast and Asio stay inside http_server.cpp (they cost ~24 s per
-// translation unit); this header exposes none of their types.
+// set_ready(true). A request's header is read before its body: an endpoint request can be
+// refused from its header (Options::check_head), and a Content-Length over the limit is,
+// before any of the body is read or parsed. Beast and Asio stay inside http_server.cpp
+// (they cost ~24 s per translation unit); this header exposes none of their types.
 #pragma once
 
 #include <chrono>
