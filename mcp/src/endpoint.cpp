@@ -16,7 +16,33 @@ HttpResponse json_error(int status, int code, std::string_view message) {
                       error_response(std::nullopt, code, message)};
 }
 
+// The facts check_request reads, as views into `request` (which must outlive them).
+RequestFacts facts_of(const HttpRequest& request) {
+  RequestFacts facts;
+  facts.method = request.method;
+  facts.accept = request.header("accept");
+  facts.content_type = request.header("content-type");
+  facts.origin = request.header("origin");
+  facts.host = request.header("host");
+  facts.protocol_version = request.header("mcp-protocol-version");
+  facts.authorization = request.header("authorization");
+  facts.session_id = request.header("mcp-session-id");
+  for (std::string_view name : kSingleValuedHeaders) {
+    if (request.header_lines(name) > 1) {
+      facts.repeated_header = name;
+      break;
+    }
+  }
+  return facts;
+}
+
 }  // namespace
+
+std::optional<HttpResponse> refuse_caller(const HttpRequest& head, const CheckPolicy& policy) {
+  auto checked = check_caller(facts_of(head), policy);
+  if (auto* rejection = std::get_if<Rejection>(&checked)) return to_response(*rejection);
+  return std::nullopt;
+}
 
 HttpResponse to_response(const Rejection& rejection) {
   return HttpResponse{rejection.http_status, rejection.headers, rejection.body};
@@ -39,16 +65,9 @@ McpEndpoint::McpEndpoint(Runtime& runtime, Options options)
     : runtime_(runtime), options_(std::move(options)) {}
 
 void McpEndpoint::handle(HttpRequest request, Respond respond) const {
-  RequestFacts facts;
-  facts.method = request.method;
-  facts.accept = request.header("accept");
-  facts.content_type = request.header("content-type");
-  facts.origin = request.header("origin");
-  facts.host = request.header("host");
-  facts.protocol_version = request.header("mcp-protocol-version");
-  facts.authorization = request.header("authorization");
-  facts.session_id = request.header("mcp-session-id");
-
+  // check_request repeats refuse_caller's checks (HttpServer ran them before the body):
+  // the handler stays safe when given a request no head check has seen.
+  RequestFacts facts = facts_of(request);
   std::optional<std::variant<ParsedBody, ParseFailure>> body;
   if (request.method == "POST") {
     body = parse_body(request.body);

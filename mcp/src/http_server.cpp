@@ -18,6 +18,7 @@
 #include <future>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace dorm::mcp {
@@ -62,27 +63,34 @@ http::response<http::string_body> probe(const ServerState& state,
     res.set(http::field::allow, "GET, HEAD");
     return res;
   }
-  auto res = path == "/healthz" ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n")
-             : state.ready.load(std::memory_order_acquire)
-                 ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n")
-                 : plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
-                                  "starting\n");
-  // HEAD: the GET's headers (Content-Length included), and no body. Sending the body would
-  // put bytes on the connection that a pipelining client reads as its next response.
-  if (req.method() == http::verb::head) res.body().clear();
-  return res;
+  return path == "/healthz"
+             ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n")
+         : state.ready.load(std::memory_order_acquire)
+             ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n")
+             : plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
+                              "starting\n");
 }
 
-HttpRequest to_request(http::request<http::string_body>&& req) {
+// The request line and header fields (Beast keeps them in arrival order), a name sent
+// on several lines folded into one field (see HttpRequest::Field). Linear in the number
+// of lines: a 16 KiB head of one-letter names costs no more than one of long ones.
+HttpRequest to_request(const http::request_header<>& head) {
   HttpRequest out;
-  out.method = std::string(req.method_string());
-  out.target = std::string(req.target());
-  for (const auto& field : req) {
+  out.method = std::string(head.method_string());
+  out.target = std::string(head.target());
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& field : head) {
     std::string name(field.name_string());
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.headers.emplace_back(std::move(name), std::string(field.value()));
+    auto [at, fresh] = index.try_emplace(name, out.headers.size());
+    if (fresh) {
+      out.headers.push_back({std::move(name), std::string(field.value()), 1});
+      continue;
+    }
+    auto& joined = out.headers[at->second];
+    joined.value.append(", ").append(field.value());
+    ++joined.lines;
   }
-  out.body = std::move(req.body());
   return out;
 }
 
@@ -115,8 +123,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void read() {
     parser_.emplace();
-    parser_->body_limit(options().max_body_bytes);
+    // No body limit while the header is read: Beast would refuse a Content-Length over it
+    // before check_head, telling an unauthenticated caller about our limits first.
+    // after_header sets the limit before any of the body is parsed.
+    parser_->body_limit(boost::none);
     parser_->header_limit(static_cast<std::uint32_t>(options().max_header_bytes));
+    head_.reset();
+    head_method_ = false;
     if (buffer_.size() > 0) return read_header();
     // Idle: wait for the first byte of the next request under the idle timeout.
     stream_.expires_after(options().idle_timeout);
@@ -133,12 +146,49 @@ class Connection : public std::enable_shared_from_this<Connection> {
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               if (self->failed(ec)) return;
-                              if (!self->framing_is_plain()) {
-                                return self->reply_error(http::status::bad_request,
-                                                         "Transfer-Encoding must be exactly 'chunked'\n");
-                              }
-                              self->read_body();
+                              self->after_header();
                             });
+  }
+
+  // The header is read and none of the body is. In this order: framing, check_head (for
+  // the endpoint), the declared body size; only then is the body read.
+  void after_header() {
+    const auto& head = parser_->get();
+    head_method_ = head.method() == http::verb::head;
+    if (!framing_is_plain()) {
+      return reply_error(http::status::bad_request,
+                         "Transfer-Encoding must be exactly 'chunked'\n");
+    }
+    if (endpoint_path(head.target())) {
+      head_ = to_request(head);
+      if (options().check_head) {
+        if (auto refusal = options().check_head(*head_)) return refuse(std::move(*refusal));
+      }
+    }
+    if (auto declared = parser_->content_length();
+        declared && *declared > options().max_body_bytes) {
+      return reply_error(http::status::payload_too_large, body_over_limit());
+    }
+    parser_->body_limit(options().max_body_bytes);  // a chunked body is counted as it comes
+    read_body();
+  }
+
+  bool endpoint_path(std::string_view target) const {
+    return target.substr(0, target.find('?')) == options().endpoint_path;
+  }
+
+  std::string body_over_limit() const {
+    return "request body over the limit of " + std::to_string(options().max_body_bytes) +
+           " bytes\n";
+  }
+
+  // check_head refused the request: answer without reading its body. A request that has
+  // none leaves the connection in step, so it may go on; otherwise the unread body
+  // is discarded while lingering (see linger), never parsed.
+  void refuse(HttpResponse&& response) {
+    const auto& head = parser_->get();
+    bool keep_alive = head.keep_alive() && parser_->is_done();
+    write(to_beast(std::move(response), head.version(), keep_alive));
   }
 
   // A body is framed by Content-Length or by a lone `chunked`. Anything else
@@ -166,9 +216,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool failed(beast::error_code ec) {
     if (!ec) return false;
     if (ec == http::error::body_limit) {
-      reply_error(http::status::payload_too_large,
-                  "request body over the limit of " + std::to_string(options().max_body_bytes) +
-                      " bytes\n");
+      reply_error(http::status::payload_too_large, body_over_limit());
+    } else if (ec == http::error::multiple_content_length) {
+      reply_error(http::status::bad_request,
+                  "Content-Length sent more than once, with different values\n");
     } else if (ec == http::error::header_limit) {
       reply_error(http::status::request_header_fields_too_large,
                   "request header over the limit of " +
@@ -188,7 +239,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string_view target = req.target();
     std::string_view path = target.substr(0, target.find('?'));
     if (path == "/healthz" || path == "/readyz") return write(probe(*state_, req, path));
-    if (path != options().endpoint_path) {
+    if (!head_) {
       return write(plain_response(req.version(), req.keep_alive(), http::status::not_found,
                                   "not found\n"));
     }
@@ -200,11 +251,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (once->exchange(true)) return;
       net::post(self->stream_.get_executor(),
                 [self, version, keep_alive, response = std::move(response)]() mutable {
-                  if (response.stream) return self->start_stream(std::move(response), version, keep_alive);
+                  if (response.stream && !self->head_method_) {
+                    return self->start_stream(std::move(response), version, keep_alive);
+                  }
+                  // A HEAD gets the stream's header and no body: the stream ends here.
+                  if (response.stream) response.stream->close();
                   self->write(to_beast(std::move(response), version, keep_alive));
                 });
     };
-    HttpRequest request = to_request(std::move(req));
+    HttpRequest request = std::move(*head_);
+    head_.reset();
+    request.body = std::move(req.body());
     Handler handler;
     {
       std::lock_guard lock(state_->mutex);
@@ -225,6 +282,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void write(http::response<http::string_body> res) {
     response_ = std::move(res);
+    // HEAD, on every path: the GET's headers (Content-Length included) and no body. A body
+    // would be read by a pipelining client as the start of its next response.
+    if (head_method_) response_.body().clear();
     bool keep_alive = response_.keep_alive();
     stream_.expires_after(options().idle_timeout);
     http::async_write(stream_, response_,
@@ -373,6 +433,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  // The request being read, as the handler will see it, once its header is (endpoint
+  // path only); the body joins it in dispatch_request.
+  std::optional<HttpRequest> head_;
+  bool head_method_ = false;  // the request being answered is a HEAD
   http::response<http::string_body> response_;
   std::shared_ptr<ServerState> state_;
   std::shared_ptr<StreamBody> body_;  // set while a streamed response is being sent
@@ -491,10 +555,17 @@ void HttpServer::close_listener() {
 namespace dorm::mcp {
 
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
-  for (const auto& [key, value] : headers) {
-    if (key == name) return std::string_view(value);
+  for (const auto& field : headers) {
+    if (field.name == name) return std::string_view(field.value);
   }
   return std::nullopt;
+}
+
+int HttpRequest::header_lines(std::string_view name) const {
+  for (const auto& field : headers) {
+    if (field.name == name) return field.lines;
+  }
+  return 0;
 }
 
 }  // namespace dorm::mcp

@@ -74,6 +74,13 @@ Rejection Rejection::method_not_allowed() {
   return r;
 }
 
+Rejection Rejection::repeated_header(std::string_view name) {
+  return make(400, kTransportError,
+              "Bad Request: the " + shown(name) +
+                  " header was sent more than once; it takes one value, so send it once",
+              "repeated_header");
+}
+
 Rejection Rejection::unauthorized(bool token_presented) {
   // RFC 6750 §3.1: no error code when the request had no credentials at all.
   Rejection r = make(401, kTransportError,
@@ -119,11 +126,12 @@ Rejection Rejection::unsupported_protocol_version(std::string_view version) {
               "unsupported_protocol_version");
 }
 
-std::variant<Identity, Rejection> check_request(const RequestFacts& facts,
-                                                const CheckPolicy& policy) {
-  const bool get = facts.method == "GET";
-  const bool post = facts.method == "POST";
-  if (!get && !post && facts.method != "DELETE") return Rejection::method_not_allowed();
+std::variant<Identity, Rejection> check_caller(const RequestFacts& facts,
+                                               const CheckPolicy& policy) {
+  if (facts.method != "GET" && facts.method != "POST" && facts.method != "DELETE") {
+    return Rejection::method_not_allowed();
+  }
+  if (facts.repeated_header) return Rejection::repeated_header(*facts.repeated_header);
 
   Identity identity{"local", ""};
   if (policy.tokens != nullptr) {
@@ -140,7 +148,16 @@ std::variant<Identity, Rejection> check_request(const RequestFacts& facts,
   if (!facts.host || !host_allowed(*facts.host, policy.allowed_hosts)) {
     return Rejection::host_not_allowed(facts.host);
   }
+  return identity;
+}
 
+std::variant<Identity, Rejection> check_request(const RequestFacts& facts,
+                                                const CheckPolicy& policy) {
+  auto caller = check_caller(facts, policy);
+  if (std::holds_alternative<Rejection>(caller)) return caller;
+
+  const bool get = facts.method == "GET";
+  const bool post = facts.method == "POST";
   if (post || get) {
     std::string_view accept = facts.accept.value_or("");
     bool acceptable = accept_allows(accept, "text/event-stream") &&
@@ -159,7 +176,7 @@ std::variant<Identity, Rejection> check_request(const RequestFacts& facts,
   if (facts.session_id && !plausible_session_id(*facts.session_id)) {
     return Rejection::unknown_session();
   }
-  return identity;
+  return caller;
 }
 
 }  // namespace dorm::mcp

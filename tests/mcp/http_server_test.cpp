@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <atomic>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -22,6 +24,7 @@ using dorm::mcp::HttpRequest;
 using dorm::mcp::HttpResponse;
 using dorm::mcp::HttpServer;
 using dorm::mcp::Respond;
+using dorm::mcp::StreamBody;
 
 namespace {
 
@@ -88,6 +91,25 @@ class Client {
     http::response<http::string_body> res;
     http::read(socket_, buffer_, res);
     return res;
+  }
+
+  // The next response, or nullopt if none is complete within `bound`.
+  std::optional<http::response<http::string_body>> read_within(std::chrono::seconds bound) {
+    timeval tv{static_cast<time_t>(bound.count()), 0};
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    http::response<http::string_body> res;
+    boost::system::error_code ec;
+    http::read(socket_, buffer_, res, ec);
+    if (ec) return std::nullopt;
+    return res;
+  }
+
+  // The response to a HEAD request: its header only (what follows is the next response).
+  http::response<http::string_body> read_head_response() {
+    http::response_parser<http::string_body> parser;
+    parser.skip(true);
+    http::read(socket_, buffer_, parser);
+    return parser.release();
   }
 
  private:
@@ -165,26 +187,140 @@ TEST_CASE("http server: a Transfer-Encoding other than a lone chunked is refused
   CHECK(client.read().result() == http::status::method_not_allowed);
 }
 
-TEST_CASE("http server: HEAD /healthz carries the GET's headers and no body, so the connection stays in step") {
+TEST_CASE("http server: no answer to HEAD carries a body, on any path, so a pipelined request stays in step") {
   auto server = start_on_free_port();
+  server->set_ready(true);
+  std::promise<std::shared_ptr<StreamBody>> streamed;
+  server->set_handler([&](HttpRequest request, Respond respond) {
+    if (request.target == "/mcp?stream") {
+      auto body = std::make_shared<StreamBody>();
+      HttpResponse res(200, {{"Content-Type", "text/event-stream"}});
+      res.stream = body;
+      respond(std::move(res));
+      return streamed.set_value(body);
+    }
+    respond(HttpResponse{200, {{"Content-Type", "text/plain"}}, "hello"});
+  });
+  struct Case {
+    const char* target;
+    http::status status;
+    const char* content_length;
+  };
+  for (Case c : {Case{"/healthz", http::status::ok, "3"}, Case{"/readyz", http::status::ok, "6"},
+                 Case{"/nope", http::status::not_found, "10"}, Case{"/mcp", http::status::ok, "5"},
+                 Case{"/mcp?stream", http::status::ok, "0"}}) {
+    CAPTURE(c.target);
+    Client client(server->local_address().port);
+    // Both requests in one write: had the server sent a body after the HEAD's header,
+    // those bytes would be read here as the start of the second response.
+    client.send_raw(std::string("HEAD ") + c.target +
+                    " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                    "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    auto head = client.read_head_response();
+    CHECK(head.result() == c.status);
+    CHECK(head[http::field::content_length] == c.content_length);
+    auto next = client.read_within(std::chrono::seconds(10));
+    REQUIRE(next);
+    CHECK(next->result() == http::status::ok);
+    CHECK(next->body() == "ok\n");
+  }
+  // The stream a handler opened for the HEAD was closed, so its writer learns to stop.
+  auto body = streamed.get_future().get();
+  CHECK(body->closed());
+}
+
+TEST_CASE("http server: check_head refuses an endpoint request before any of its body is read") {
+  HttpServer::Options options;
+  std::atomic<int> checked{0};
+  options.check_head = [&](const HttpRequest& head) -> std::optional<HttpResponse> {
+    ++checked;
+    CHECK(head.body.empty());
+    if (head.header("authorization") == std::optional<std::string_view>("Bearer ok")) {
+      return std::nullopt;
+    }
+    return HttpResponse{401, {{"Content-Type", "text/plain"}}, "who are you?"};
+  };
+  auto server = start_on_free_port(options);  // body limit 1024
+  std::promise<HttpRequest> handled;
+  server->set_handler([&](HttpRequest request, Respond respond) {
+    handled.set_value(request);
+    respond(HttpResponse{200, {}, "done"});
+  });
+  std::uint16_t port = server->local_address().port;
+  const std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+
+  SUBCASE("refused with most of its body unsent: under the body limit, and far over it") {
+    for (const char* length : {"1000", "10485760"}) {
+      CAPTURE(length);
+      Client client(port);
+      // The server cannot have read a body the client has not sent: it answers from the header.
+      client.send_raw(head + "Content-Length: " + length + "\r\n\r\n" + std::string(10, 'x'));
+      auto res = client.read_within(std::chrono::seconds(10));
+      REQUIRE(res);
+      CHECK(res->result() == http::status::unauthorized);
+      CHECK(res->body() == "who are you?");
+      CHECK_FALSE(res->keep_alive());  // the unread body cannot be skipped in step
+      CHECK(client.closed_by_server(std::chrono::seconds(10)));
+    }
+  }
+  SUBCASE("refused without a body: the connection goes on") {
+    Client client(port);
+    client.send_raw("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    auto res = client.read_within(std::chrono::seconds(10));
+    REQUIRE(res);
+    CHECK(res->result() == http::status::unauthorized);
+    CHECK(res->keep_alive());
+    CHECK(client.send(http::verb::get, "/healthz").result() == http::status::ok);
+  }
+  SUBCASE("let through, a Content-Length over the limit is 413 before the body is sent") {
+    Client client(port);
+    client.send_raw(head + "Authorization: Bearer ok\r\nContent-Length: 10485760\r\n\r\n");
+    auto res = client.read_within(std::chrono::seconds(10));
+    REQUIRE(res);
+    CHECK(res->result() == http::status::payload_too_large);
+    CHECK(res->body() == "request body over the limit of 1024 bytes\n");
+  }
+  SUBCASE("let through, the body is read and the handler gets it") {
+    Client client(port);
+    client.send_raw(head + "Authorization: Bearer ok\r\nContent-Length: 5\r\n\r\nhello");
+    auto res = client.read_within(std::chrono::seconds(10));
+    REQUIRE(res);
+    CHECK(res->result() == http::status::ok);
+    auto request = handled.get_future().get();
+    CHECK(request.body == "hello");
+    CHECK(request.header("authorization") == std::optional<std::string_view>("Bearer ok"));
+  }
+  // Probes and other paths are not the endpoint's: no head check for them.
+  int before = checked.load();
+  Client probe(port);
+  CHECK(probe.send(http::verb::get, "/healthz").result() == http::status::ok);
+  CHECK(probe.send(http::verb::get, "/nope").result() == http::status::not_found);
+  CHECK(checked.load() == before);
+}
+
+TEST_CASE("http server: a header sent on several lines reaches the handler joined, with its line count") {
+  auto server = start_on_free_port();
+  std::promise<HttpRequest> seen;
+  server->set_handler([&](HttpRequest request, Respond respond) {
+    seen.set_value(request);
+    respond(HttpResponse{204});
+  });
   Client client(server->local_address().port);
-  http::request<http::string_body> head{http::verb::head, "/healthz", 11};
-  head.set(http::field::host, "127.0.0.1");
-  client.send_only(head);
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.skip(true);  // a response to HEAD has no body, whatever its Content-Length says
-  http::read(client.socket(), buffer, parser);
-  CHECK(parser.get().result() == http::status::ok);
-  CHECK(parser.get()[http::field::content_length] == "3");
-  // Had the server sent "ok\n" anyway, those bytes would now be read as the next response.
-  http::request<http::string_body> get{http::verb::get, "/healthz", 11};
-  get.set(http::field::host, "127.0.0.1");
-  client.send_only(get);
-  http::response<http::string_body> next;
-  http::read(client.socket(), buffer, next);
-  CHECK(next.result() == http::status::ok);
-  CHECK(next.body() == "ok\n");
+  client.send_raw("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
+                  "X-Other: 1\r\naccept: text/event-stream\r\n\r\n");
+  auto res = client.read_within(std::chrono::seconds(10));
+  REQUIRE(res);
+  CHECK(res->result() == http::status::no_content);
+  auto request = seen.get_future().get();
+  CHECK(request.header("accept") ==
+        std::optional<std::string_view>("application/json, text/event-stream"));
+  CHECK(request.header_lines("accept") == 2);
+  CHECK(request.header_lines("host") == 1);
+  CHECK(request.header_lines("x-missing") == 0);
+  REQUIRE(request.headers.size() == 3);  // one field per name, in order of first arrival
+  CHECK(request.headers[0].name == "host");
+  CHECK(request.headers[1].name == "accept");
+  CHECK(request.headers[2].name == "x-other");
 }
 
 TEST_CASE("http server: after close_listener the port is free and open connections still work") {
@@ -276,8 +412,6 @@ TEST_CASE("http server: header limit 431, a header trickled past its timeout and
 }
 
 namespace {
-
-using dorm::mcp::StreamBody;
 
 // A handler that answers every endpoint request with a streamed body it hands to the test.
 struct StreamingHandler {

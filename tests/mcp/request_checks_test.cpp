@@ -322,6 +322,67 @@ TEST_CASE("request checks: the first failing check answers") {
   CHECK(accepted(f) == Identity{"local", ""});
 }
 
+TEST_CASE("request checks: a single-valued header sent twice is 400, before the token is looked at") {
+  dorm::testing::TempDir dir;
+  {
+    std::ofstream out(dir / "tokens.json");
+    out << R"([{"sha256":")" << sha256_hex("s3cret") << R"(","user":"alice","org":"acme"}])";
+  }
+  auto tokens = AuthTokens::open(dir / "tokens.json");
+  REQUIRE(tokens.ok());
+  CheckPolicy policy;
+  policy.tokens = tokens->get();
+  for (std::string_view name : kSingleValuedHeaders) {
+    CAPTURE(name);
+    RequestFacts f = good_post();
+    f.authorization = "Bearer s3cret";
+    f.repeated_header = name;
+    Rejection r = rejected(f, policy);
+    CHECK(r.http_status == 400);
+    CHECK(r.reason == "repeated_header");
+    std::string message = error_message(r, kTransportError);
+    CHECK(message.find(std::string(name) + " header was sent more than once") != std::string::npos);
+    // Even without a token: a request that cannot be read one way is refused as such.
+    f.authorization.reset();
+    CHECK(rejected(f, policy).reason == "repeated_header");
+  }
+  // The method still comes first.
+  RequestFacts put = good_post();
+  put.method = "PUT";
+  put.repeated_header = "host";
+  CHECK(rejected(put).reason == "method_not_allowed");
+}
+
+TEST_CASE("request checks: another single-valued header sent twice arrives joined and fails its own check") {
+  RequestFacts f = good_post();
+  f.content_type = "application/json, application/json";
+  CHECK(rejected(f).reason == "unsupported_media_type");
+  f = good_post();
+  f.protocol_version = "2025-11-25, 2025-11-25";
+  CHECK(rejected(f).reason == "unsupported_protocol_version");
+  // A list joined the same way is still the list.
+  f = good_post();
+  f.accept = "application/json, text/event-stream";
+  CHECK(accepted(f) == Identity{"local", ""});
+}
+
+TEST_CASE("request checks: check_caller is the bodiless head of check_request") {
+  RequestFacts f = good_post();
+  f.accept = "text/html";
+  f.content_type = "text/plain";
+  f.protocol_version = "1999-01-01";
+  f.session_id = "x";
+  // Who is calling is fine; what the request asks for is not, and only check_request says so.
+  auto caller = check_caller(f, {});
+  REQUIRE(std::holds_alternative<Identity>(caller));
+  CHECK(std::get<Identity>(caller) == Identity{"local", ""});
+  CHECK(rejected(f).reason == "not_acceptable");
+  f.host = "evil.example";
+  auto refused = check_caller(f, {});
+  REQUIRE(std::holds_alternative<Rejection>(refused));
+  CHECK(std::get<Rejection>(refused).reason == "host_not_allowed");
+}
+
 TEST_CASE("request checks: the stateful rejections") {
   Rejection missing = Rejection::missing_session();
   CHECK(missing.http_status == 400);

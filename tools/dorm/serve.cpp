@@ -194,6 +194,11 @@ int serve(const ServeOptions& options) {
   mcp::HttpServer::Options http;
   http.listen = *listen;
   http.io_threads = options.http_threads;
+  // Who is calling is checked before a body is read, from the first request on (policy
+  // and tokens outlive the server: they are declared before it).
+  http.check_head = [policy = endpoint_options.policy](const mcp::HttpRequest& head) {
+    return mcp::refuse_caller(head, policy);
+  };
   auto server = mcp::HttpServer::start(http);
   if (!server) {
     log::error("bind_failed", {{"error", server.error().message}});

@@ -14,6 +14,7 @@
 // nothing released) are 503 with Retry-After; anything else is 500 with a -32603 error.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "dorm/mcp/http_server.hpp"
@@ -43,6 +44,12 @@ class McpEndpoint {
   Runtime& runtime_;
   Options options_;
 };
+
+// The answer refusing a request to `/mcp` from its header alone (check_caller: method, a
+// repeated single-valued header, token, Origin, Host), or nullopt. Made to be
+// HttpServer::Options::check_head, so an unauthenticated request is refused before its
+// body is read or parsed. `policy` as for McpEndpoint::Options::policy.
+std::optional<HttpResponse> refuse_caller(const HttpRequest& head, const CheckPolicy& policy);
 
 // The Rejection as an HTTP response.
 HttpResponse to_response(const Rejection& rejection);

@@ -4,8 +4,10 @@
 // anything but its socket, and the application handler answers through a callback that
 // may run on any thread later. The server binds before storage is opened, so `/healthz`
 // answers 200 as soon as the socket is bound while `/readyz` answers 503 until
-// set_ready(true). Beast and Asio stay inside http_server.cpp (they cost ~24 s per
-// translation unit); this header exposes none of their types.
+// set_ready(true). A request's header is read before its body: an endpoint request can be
+// refused from its header (Options::check_head), and a Content-Length over the limit is,
+// before any of the body is read or parsed. Beast and Asio stay inside http_server.cpp
+// (they cost ~24 s per translation unit); this header exposes none of their types.
 #pragma once
 
 #include <chrono>
@@ -27,13 +29,25 @@ namespace dorm::mcp {
 
 // One request to the application endpoint, as the handler sees it: no Beast types.
 struct HttpRequest {
+  // A header field. HTTP names are case-insensitive, so `name` is lower-cased.
+  struct Field {
+    std::string name;
+    // A field sent on several lines holds their values joined with ", " in arrival order,
+    // as RFC 9110 §5.3 lets a recipient combine them (for a list like Accept, the same
+    // list); `lines` counts them, so a caller can refuse a single-valued field sent twice.
+    std::string value;
+    int lines = 1;
+  };
+
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query, as sent
-  // Header fields in arrival order; names lower-cased (HTTP names are case-insensitive).
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<Field> headers;  // one per name, in order of first arrival
   std::string body;
-  // The first value of header `name` (lower-case), if present.
+
+  // The value of header `name` (lower-case), all its lines joined, if present.
   std::optional<std::string_view> header(std::string_view name) const;
+  // How many header lines carried `name` (lower-case); 0 when absent.
+  int header_lines(std::string_view name) const;
 };
 
 // A response body sent while it is being written (an SSE stream), shared between the
@@ -105,17 +119,29 @@ struct HttpResponse {
 // Answers one request. Call it exactly once, from any thread; it never blocks (the
 // response is written by the connection's own I/O thread). Later calls do nothing.
 using Respond = std::function<void(HttpResponse)>;
-// Handles a request to the endpoint path. Runs on an I/O thread: it must not block.
+// Handles a request to the endpoint path. Runs on an I/O thread: it must not block. Any
+// response to a HEAD request is sent without its body (a streamed one too: the stream is
+// closed at once), whatever the handler puts there.
 using Handler = std::function<void(HttpRequest, Respond)>;
 
 class HttpServer {
  public:
+  // Looks at a request to the endpoint path once its header is read, before any of its
+  // body: a response refuses the request, nullopt lets it go on to the body limit, the
+  // body and the handler. `head.body` is empty.
+  using HeadCheck = std::function<std::optional<HttpResponse>(const HttpRequest& head)>;
+
   struct Options {
     ListenAddress listen{"127.0.0.1", 8808};
     int io_threads = 2;
     // The application endpoint; other paths are the probes or 404.
     std::string endpoint_path = "/mcp";
-    // Largest request body accepted; a larger one gets 413 and the connection closes.
+    // Run on each endpoint request before its body is read (unset: none). A refusal is
+    // sent at once; the body is never parsed, and the connection closes unless the
+    // request had no body. Runs on an I/O thread, also before set_handler: must not block.
+    HeadCheck check_head;
+    // Largest request body accepted; a larger one gets 413 and the connection closes. A
+    // Content-Length over it is refused before any of the body is read, after check_head.
     std::size_t max_body_bytes = 4 * 1024 * 1024;
     // Largest request line plus header fields; more gets 431 and the connection closes.
     std::size_t max_header_bytes = 16 * 1024;

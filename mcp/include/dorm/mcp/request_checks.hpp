@@ -6,6 +6,7 @@
 // the first failing check answers:
 //
 //   405  method other than GET, POST, DELETE             (Allow: GET, POST, DELETE)
+//   400  a single-valued header (kSingleValuedHeaders) sent more than once
 //   401  bearer token missing or unknown, when a token file is configured
 //                                                         (WWW-Authenticate: Bearer ...)
 //   403  Origin present and not allowed
@@ -16,8 +17,12 @@
 //   400  MCP-Protocol-Version present and not supported (not checked on initialize)
 //   404  MCP-Session-Id present but not even plausible (it can name no session)
 //
-// Authentication comes first so that an unauthenticated caller learns nothing more about
-// the server than that it needs a token. The later, stateful answers — session missing
+// The first five rows are check_caller: who is calling and from where. They need nothing
+// from the body, so the HTTP layer runs them once the header is read and before the body
+// is (an unauthenticated caller costs no body read or parse); the body limit comes next
+// (413), then check_request with the parsed body. Authentication comes before the rest so
+// that an unauthenticated caller learns nothing more about the server than that it needs
+// a token. The later, stateful answers — session missing
 // (400) or unknown (404), body too large (413), a batch the session's version forbids,
 // a request before initialize — are built by the Rejection factories below so every
 // error response of the transport has the same shape: a JSON-RPC error response with
@@ -25,6 +30,7 @@
 // body), and a message that says what to do.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -38,10 +44,18 @@
 
 namespace dorm::mcp {
 
+// Headers (lower-case names) that take one value and decide who is calling, which
+// session a request names or how its body is framed. Sent twice, no reading of them is
+// safe: a proxy or a check may look at one line and the code after it at the other, so
+// such a request is refused (400) instead of being guessed at.
+inline constexpr std::array<std::string_view, 5> kSingleValuedHeaders = {
+    "host", "origin", "content-length", "mcp-session-id", "authorization"};
+
 // What check_request needs to know about a request. Each header is nullopt when absent.
 // A header that occurs several times is passed as its values joined with ", " (RFC 9110
-// §5.3): for Accept that is the same list; for a header that takes one value (Origin,
-// Host, Authorization, ...) the joined text is malformed and fails its check.
+// §5.3): for Accept that is the same list; for another header that takes one value
+// (Content-Type, MCP-Protocol-Version) the joined text is malformed and fails its check;
+// one of kSingleValuedHeaders sent twice is named in `repeated_header` and refused.
 struct RequestFacts {
   std::string_view method;  // "GET", "POST", ... (case-sensitive, as HTTP methods are)
   std::optional<std::string_view> accept;
@@ -51,6 +65,8 @@ struct RequestFacts {
   std::optional<std::string_view> protocol_version;  // MCP-Protocol-Version
   std::optional<std::string_view> authorization;
   std::optional<std::string_view> session_id;  // MCP-Session-Id
+  // The first of kSingleValuedHeaders that came on more than one header line, if any.
+  std::optional<std::string_view> repeated_header;
   // The POST body is an `initialize` request. Its MCP-Protocol-Version header is not
   // checked: some clients send the revision they are about to propose, and initialize
   // negotiates it. Leave false when the body has not been parsed yet.
@@ -98,6 +114,8 @@ struct Rejection {
 
   // The answers check_request gives, for callers that need one directly.
   static Rejection method_not_allowed();
+  // 400, -32000: `name` (one of kSingleValuedHeaders) was sent more than once.
+  static Rejection repeated_header(std::string_view name);
   // `token_presented`: a bearer token was sent but is unknown (error="invalid_token").
   static Rejection unauthorized(bool token_presented);
   static Rejection origin_not_allowed(std::string_view origin);
@@ -108,8 +126,15 @@ struct Rejection {
   static Rejection unsupported_protocol_version(std::string_view version);
 };
 
-// The identity a request acts as, or the answer that refuses it (see the table at the
-// top of this file). Pure: no I/O beyond reading policy.tokens' current set.
+// The identity a request acts as, or the answer that refuses it, from the checks that
+// need no body: method, repeated single-valued header, token, Origin, Host (the first
+// five rows of the table at the top of this file). `facts.initialize` is not read.
+// Pure: no I/O beyond reading policy.tokens' current set.
+std::variant<Identity, Rejection> check_caller(const RequestFacts& facts,
+                                               const CheckPolicy& policy);
+
+// The identity a request acts as, or the answer that refuses it: check_caller, then the
+// rest of the table. Pure, as check_caller.
 std::variant<Identity, Rejection> check_request(const RequestFacts& facts,
                                                 const CheckPolicy& policy);
 
