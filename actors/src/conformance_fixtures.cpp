@@ -105,13 +105,6 @@ ToolSpec asking(const char* name, const char* description, const char* input_sch
   return t;
 }
 
-std::string json_of(const rapidjson::Value& value) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  value.Accept(w);
-  return buffer.GetString();
-}
-
 // A params object {"message": MESSAGE, "requestedSchema": SCHEMA} or a sampling request
 // for PROMPT, built with RapidJSON so any argument text is escaped.
 std::string elicitation_params(std::string_view message, const char* schema_json) {
@@ -264,6 +257,13 @@ std::vector<std::string> words_starting_with(std::string_view typed, const mcp::
 }
 
 }  // namespace
+
+std::string json_of(const rapidjson::Value& value) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  value.Accept(w);
+  return buffer.GetString();
+}
 
 Result<void> register_conformance_resources(mcp::ResourceRegistry& registry) {
   for (auto spec : {

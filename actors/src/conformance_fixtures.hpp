@@ -2,12 +2,19 @@
 // "conformance" set). Internal to actors/src.
 #pragma once
 
+#include <rapidjson/document.h>
+
+#include <string>
+
 #include "dorm/mcp/prompt_registry.hpp"
 #include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/result.hpp"
 
 namespace dorm::actors {
+
+// `value` as compact JSON text (both fixture files build results and params with it).
+std::string json_of(const rapidjson::Value& value);
 
 // The tools the suite's tools-* , elicitation-* and json-schema-* scenarios call.
 Result<void> register_conformance_tools(mcp::ToolRegistry& registry);

@@ -178,10 +178,7 @@ ToolSpec announce() {
     params.AddMember("level", "info", alloc);
     params.AddMember("logger", "announce", alloc);
     params.AddMember("data", rapidjson::Value(a["text"], alloc), alloc);
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    params.Accept(w);
-    ctx->notify_session("notifications/message", buffer.GetString());
+    ctx->notify_session("notifications/message", json_of(params));
     ctx->finish(ToolResult::text("announced"));
   };
   return t;
@@ -200,13 +197,7 @@ ToolSpec ask() {
       R"({"type":"object","properties":{"method":{"type":"string"},"params":{"type":"object"}},"required":["method"],"additionalProperties":false})";
   t.handler = [](std::shared_ptr<ToolContext> ctx) {
     auto a = args(*ctx);
-    std::string params = "{}";
-    if (a.HasMember("params")) {
-      rapidjson::StringBuffer buffer;
-      rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-      a["params"].Accept(w);
-      params = buffer.GetString();
-    }
+    std::string params = a.HasMember("params") ? json_of(a["params"]) : "{}";
     auto sent = ctx->request(string_arg(a, "method"), params, [ctx](const mcp::ClientReply& reply) {
       if (reply.kind == mcp::ClientReply::Kind::result) return ctx->finish(ToolResult::text(reply.json));
       ctx->finish(ToolResult::error(reply.message));
@@ -240,10 +231,7 @@ ToolSpec add() {
     } else {
       out.AddMember("sum", sum, alloc);
     }
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    out.Accept(w);
-    ctx->finish(ToolResult::of({}, false, std::string(buffer.GetString())));
+    ctx->finish(ToolResult::of({}, false, json_of(out)));
   };
   return t;
 }
