@@ -133,6 +133,12 @@ void DurableObject::after(std::chrono::milliseconds delay, std::function<void()>
   host_->after(delay, std::move(then));
 }
 
+Inbox DurableObject::inbox() const { return host_->inbox(); }
+
+void Inbox::post(std::function<void()> fn) const {
+  if (auto box = box_.lock()) box->post(target_, std::move(fn));
+}
+
 caf::actor_system& DurableObject::system() const { return host_->home_system(); }
 
 void DurableObject::adopt(const caf::actor& actor, std::function<void()> on_down) {

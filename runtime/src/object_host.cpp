@@ -105,6 +105,7 @@ caf::behavior ObjectHost::make_behavior() {
   return {
       [this](Envelope& env) { handle(env); },
       [this](ContinuationReply& reply) { run_continuation(reply); },
+      [this](PostedTurn& posted) { run_posted(posted); },
       [this](const StopRequest& req) { stop(req.reason); },
       [this](IdleCheck) { idle_check(); },
   };
@@ -173,6 +174,16 @@ void ObjectHost::run_continuation(ContinuationReply& reply) {
   auto then = std::move(it->second);
   continuations_.erase(it);
   if (auto failure = run_turn("continuation", [&] { then(std::move(reply.reply)); })) {
+    reset(failure);
+    return;
+  }
+  touch();
+}
+
+void ObjectHost::run_posted(PostedTurn& posted) {
+  if (impl_->crashed.load() || resetting_ || phase_ != Phase::running || !posted.fn) return;
+  auto fn = std::move(posted.fn);
+  if (auto failure = run_turn("posted", [&] { fn(); })) {
     reset(failure);
     return;
   }

@@ -55,6 +55,7 @@ class ObjectHost : public caf::event_based_actor {
                        DurableObject::Continuation then);
   void after_commit(std::function<void()> effect);
   void after(std::chrono::milliseconds delay, std::function<void()> then);
+  Inbox inbox() const { return Inbox(impl_->posts, address()); }
   void adopt(const caf::actor& actor, std::function<void()> on_down);
 
   const ObjectId& id() const { return id_; }
@@ -72,6 +73,7 @@ class ObjectHost : public caf::event_based_actor {
   Result<std::optional<AlarmRecord>> read_alarm(std::string_view name);
   void remove_alarm(std::string_view name, const AlarmRecord& record);
   void run_continuation(ContinuationReply& reply);
+  void run_posted(PostedTurn& posted);
   void adopted_down(const caf::down_msg& down);
   // Runs `body` as a turn (`what` names it in errors): commit, then release. Returns the
   // turn's failure; the caller resets the object on one.

@@ -290,6 +290,7 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   }
   rt.config->add_error_category(caf::atom("dorm"), render_runtime_error);
   rt.system = std::make_unique<caf::actor_system>(*rt.config);
+  rt.posts = std::make_shared<detail::PostBox>(rt.options.virtual_clock != nullptr);
   rt.started_ms = rt.clock->now_ms();
   if (auto* clock = rt.options.virtual_clock) {
     Impl* raw = &rt;
@@ -326,6 +327,8 @@ void Runtime::shutdown() {
   active.clear();
   if (impl_->coordinator()) run_until_idle();
   if (impl_->options.virtual_clock) impl_->options.virtual_clock->unsubscribe(impl_->clock_subscription);
+  // Posts made while objects stop are dropped; none may reach a system being destroyed.
+  impl_->posts->close();
   impl_->system.reset();  // waits for every actor to finish its on_stop
   impl_->live.clear();
   // Last: the marker says every object got its on_stop and committed.
@@ -356,6 +359,7 @@ void Runtime::crash() {
   actors.clear();
   if (impl_->coordinator()) run_until_idle();
   if (impl_->options.virtual_clock) impl_->options.virtual_clock->unsubscribe(impl_->clock_subscription);
+  impl_->posts->close();
   impl_->system.reset();
   impl_->live.clear();
 }
@@ -479,8 +483,61 @@ std::size_t Runtime::run_until_idle() {
   auto* coordinator = impl_->coordinator();
   if (!coordinator) return 0;
   std::size_t total = 0;
-  while (std::size_t n = coordinator->run()) total += n;
-  return total;
+  for (;;) {
+    std::size_t posted = impl_->posts->deliver_queued();
+    std::size_t n = coordinator->run();
+    total += n;
+    if (n == 0 && posted == 0) return total;
+  }
 }
+
+bool Runtime::wait_for_posts(std::chrono::milliseconds timeout) {
+  if (!impl_->coordinator()) return false;
+  return impl_->posts->wait(timeout);
+}
+
+namespace detail {
+
+void PostBox::post(const caf::actor_addr& target, std::function<void()> fn) {
+  std::unique_lock lock(mutex);
+  if (closed) return;
+  if (deferred) {
+    queued.emplace_back(target, std::move(fn));
+    arrived.notify_all();
+    return;
+  }
+  // Sent under the lock, so close() cannot let the actor system go while a send is made.
+  if (auto actor = caf::actor_cast<caf::actor>(target)) caf::anon_send(actor, PostedTurn{std::move(fn)});
+}
+
+std::size_t PostBox::deliver_queued() {
+  decltype(queued) batch;
+  {
+    std::lock_guard lock(mutex);
+    if (closed) return 0;
+    batch.swap(queued);
+  }
+  for (auto& [target, fn] : batch) {
+    if (auto actor = caf::actor_cast<caf::actor>(target)) caf::anon_send(actor, PostedTurn{std::move(fn)});
+  }
+  return batch.size();
+}
+
+bool PostBox::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex);
+  return arrived.wait_for(lock, timeout, [this] { return closed || !queued.empty(); }) && !closed;
+}
+
+void PostBox::close() {
+  decltype(queued) dropped;
+  {
+    std::lock_guard lock(mutex);
+    closed = true;
+    dropped.swap(queued);
+  }
+  arrived.notify_all();
+}
+
+}  // namespace detail
 
 }  // namespace dorm

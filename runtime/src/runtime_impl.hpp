@@ -6,12 +6,17 @@
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "dorm/runtime/errors.hpp"
 #include "id_hash_set.hpp"
@@ -52,6 +57,31 @@ struct Envelope {
 struct ContinuationReply {
   std::uint64_t id;
   caf::expected<caf::message> reply;
+};
+
+// A function posted through an Inbox, to run as a turn of its target.
+struct PostedTurn {
+  std::function<void()> fn;
+};
+
+// Where Inbox posts go. Threaded runtimes send each one to its activation at once; on
+// virtual time they queue until the test thread delivers them (deliver_queued), since
+// CAF's test coordinator must not be touched from another thread.
+struct PostBox {
+  explicit PostBox(bool deferred) : deferred(deferred) {}
+  void post(const caf::actor_addr& target, std::function<void()> fn);
+  // Virtual time: sends what is queued; returns how many.
+  std::size_t deliver_queued();
+  // Virtual time: waits until something is queued or `timeout` passed; whether it is.
+  bool wait(std::chrono::milliseconds timeout);
+  // Drops every later post (the runtime stopped).
+  void close();
+
+  const bool deferred;
+  std::mutex mutex;
+  std::condition_variable arrived;
+  std::vector<std::pair<caf::actor_addr, std::function<void()>>> queued;
+  bool closed = false;
 };
 
 // The scheduler asks an object to run an alarm (or its exhausted hook).
@@ -106,6 +136,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::Envelope)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::StopRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::IdleCheck)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::ContinuationReply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::PostedTurn)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmInvocation)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmTick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmChanged)
@@ -152,6 +183,7 @@ struct Runtime::Impl {
   std::shared_ptr<std::atomic<RuntimeErrc>> drop_reason =
       std::make_shared<std::atomic<RuntimeErrc>>(RuntimeErrc::object_reset);
   Runtime* self = nullptr;
+  std::shared_ptr<detail::PostBox> posts;  // Inbox posts (see PostBox)
 
   Impl(storage::Backend& b, RuntimeOptions o) : backend(b), options(std::move(o)) {}
 

@@ -1,6 +1,8 @@
 // Turns: input and output gates, resets, start order, limits, mailbox bound, indexes.
 #include <doctest/doctest.h>
 
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "runtime_fixture.hpp"
@@ -329,5 +331,82 @@ TEST_CASE("timers: after() runs a turn at its time on the runtime's clock, not f
   f.runtime->run_until_idle();
   CHECK(seen == std::vector<std::string>{"timer:5000"});
   CHECK(f.runtime->run_until_next_timer() == false);  // the failed turn's timer was never armed
+  f.expected_active = 1;
+}
+
+namespace {
+
+using inbox_atom = caf::atom_constant<caf::atom("inbox")>;
+
+// Hands its Inbox to a thread the runtime does not own; what the thread posts is written
+// to storage as turns of the object ("fail" throws in that turn instead).
+class Posted : public DurableObject {
+ public:
+  explicit Posted(std::optional<Inbox>* out) : out_(out) {}
+  caf::behavior behavior() override {
+    return {
+        [this](inbox_atom) -> int {
+          *out_ = inbox();
+          return 0;
+        },
+    };
+  }
+  void store(const std::string& value) {
+    auto seen = get("seen").value_or_throw().value_or("");
+    must(put("seen", seen + value + ";").ok(), "put failed");
+    if (value == "fail") throw std::runtime_error("a posted turn fails");
+  }
+  std::string seen() { return get("seen").value_or_throw().value_or(""); }
+
+ private:
+  std::optional<Inbox>* out_;
+};
+
+}  // namespace
+
+TEST_CASE("inbox: posts from another thread run as turns in order; after a reset they are dropped") {
+  RuntimeFixture f;
+  std::optional<Inbox> inbox;
+  Posted* live = nullptr;
+  REQUIRE(f.runtime->register_namespace("px", [&] {
+    auto object = std::make_unique<Posted>(&inbox);
+    live = object.get();
+    return object;
+  }).ok());
+  Reply got;
+  f.runtime->request(f.handle("px", "a"), got.handler(), inbox_atom::value);
+  f.runtime->run_until_idle();
+  REQUIRE(got.ok());
+  REQUIRE(inbox.has_value());
+  Posted* first = live;
+  std::thread poster([&, box = *inbox] {
+    for (const char* v : {"one", "two", "three"}) box.post([first, v] { first->store(v); });
+  });
+  poster.join();
+  // The posts wait for the test thread (virtual time): nothing ran yet.
+  CHECK(f.runtime->wait_for_posts(std::chrono::seconds(5)));
+  f.runtime->run_until_idle();
+  std::string seen;
+  inbox->post([&] { seen = first->seen(); });
+  f.runtime->run_until_idle();
+  CHECK(seen == "one;two;three;");
+  // A posted turn that throws resets the object like any failed turn: its write is gone,
+  // and later posts to the dead activation are dropped.
+  inbox->post([first] { first->store("fail"); });
+  f.runtime->run_until_idle();
+  bool ran = false;
+  inbox->post([&] { ran = true; });
+  f.runtime->run_until_idle();
+  CHECK_FALSE(ran);
+  // A fresh activation sees what committed: the failed turn's write is not there.
+  Reply again;
+  f.runtime->request(f.handle("px", "a"), again.handler(), inbox_atom::value);
+  f.runtime->run_until_idle();
+  REQUIRE(again.ok());
+  REQUIRE(live != first);
+  Posted* second = live;
+  inbox->post([&, second] { seen = second->seen(); });
+  f.runtime->run_until_idle();
+  CHECK(seen == "one;two;three;");
   f.expected_active = 1;
 }

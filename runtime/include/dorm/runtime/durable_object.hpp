@@ -46,7 +46,31 @@ class Clock;
 namespace detail {
 class ObjectHost;
 struct Activation;
+struct PostBox;
 }
+
+// A way into one activation from any thread: post() runs a function as a turn of that
+// activation (its writes commit, its sends are gated, a throw resets the object), in the
+// order posted. For work that finishes on a thread the runtime does not own — an engine
+// pool's callbacks, a library's completion thread. A post that arrives after the
+// activation ended, or after the runtime stopped, is dropped (the function is destroyed
+// unrun, on some thread). Copyable, cheap, safe to outlive the runtime.
+//
+// On virtual time, posts wait in a queue that Runtime::run_until_idle() delivers on the
+// test's thread (CAF's test coordinator is not thread-safe); Runtime::wait_for_posts()
+// blocks until one arrives.
+class Inbox {
+ public:
+  Inbox() = default;
+  void post(std::function<void()> fn) const;
+
+ private:
+  friend class detail::ObjectHost;
+  Inbox(std::weak_ptr<detail::PostBox> box, caf::actor_addr target)
+      : box_(std::move(box)), target_(std::move(target)) {}
+  std::weak_ptr<detail::PostBox> box_;
+  caf::actor_addr target_;
+};
 
 // Pins an activation in memory: while any lease of it is held, neither its namespace's
 // idle timeout nor the resident budget stops it. Movable; released on destruction.
@@ -197,6 +221,8 @@ class DurableObject {
   // this turn commits. Not durable: if this activation is gone by then, it never runs
   // (use an alarm for work that must survive).
   void after(std::chrono::milliseconds delay, std::function<void()> then);
+  // This activation's Inbox, for callbacks that arrive on other threads.
+  Inbox inbox() const;
 
   // ---- helper actors ----
   // The actor system this object runs in, to spawn helper actors (an open connection's

@@ -172,8 +172,11 @@ class Runtime {
   caf::actor_system& system();
 
   // ---- virtual time only ----
-  // Runs every queued job until none is left; returns how many ran.
+  // Runs every queued job, Inbox posts included, until none is left; returns how many ran.
   std::size_t run_until_idle();
+  // Waits up to `timeout` (real time) for an Inbox post from another thread; whether one
+  // is queued. Follow it with run_until_idle(). False at once on a threaded runtime.
+  bool wait_for_posts(std::chrono::milliseconds timeout);
   // When the earliest pending CAF timer fires, on the runtime's clock; none if no timer.
   std::optional<std::int64_t> next_timer_ms();
   // Advances the virtual clock to the earliest pending timer and runs until idle.
