@@ -113,6 +113,69 @@ ToolSpec kv_get() {
   return t;
 }
 
+// A durable per-session counter named `name` (in the tools' storage), as a number.
+std::int64_t read_counter(ToolContext& ctx, const std::string& name) {
+  auto stored = ctx.storage().get("counter/" + name).value_or_throw();
+  return stored ? std::stoll(*stored) : 0;
+}
+
+std::int64_t bump_counter(ToolContext& ctx, const std::string& name) {
+  std::int64_t next = read_counter(ctx, name) + 1;
+  ctx.storage().put("counter/" + name, std::to_string(next)).value_or_throw();
+  return next;
+}
+
+std::string counter_name(const ToolContext& ctx) {
+  auto a = args(ctx);
+  return a.HasMember("name") ? string_arg(a, "name") : "counter";
+}
+
+constexpr const char* kCounterSchema =
+    R"({"type":"object","properties":{"name":{"type":"string","minLength":1,"maxLength":64}},"additionalProperties":false})";
+
+ToolSpec counter_get() {
+  ToolSpec t;
+  t.name = "counter_get";
+  t.title = "Read a counter";
+  t.description = "Returns the session's durable counter `name` (default \"counter\"); 0 if never increased.";
+  t.input_schema = kCounterSchema;
+  t.annotations = R"({"readOnlyHint":true})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    ctx->finish(ToolResult::text(std::to_string(read_counter(*ctx, counter_name(*ctx)))));
+  };
+  return t;
+}
+
+ToolSpec counter_increment() {
+  ToolSpec t;
+  t.name = "counter_increment";
+  t.title = "Increase a counter (needs approval)";
+  t.description =
+      "Adds 1 to the session's durable counter `name` (default \"counter\") and returns the new value. "
+      "Each call needs the user's approval.";
+  t.input_schema = kCounterSchema;
+  t.annotations = R"({"destructiveHint":false,"idempotentHint":false})";
+  t.requires_approval = true;
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    ctx->finish(ToolResult::text(std::to_string(bump_counter(*ctx, counter_name(*ctx)))));
+  };
+  return t;
+}
+
+ToolSpec tally() {
+  ToolSpec t;
+  t.name = "tally";
+  t.title = "Count this call";
+  t.description =
+      "Adds 1 to the session's durable counter \"tally\" and returns the new value, with no approval: "
+      "tests count with it how often a tool really ran (read it with counter_get {name: \"tally\"}).";
+  t.input_schema = R"({"type":"object","properties":{"text":{"type":"string"}},"additionalProperties":false})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    ctx->finish(ToolResult::text(std::to_string(bump_counter(*ctx, "tally"))));
+  };
+  return t;
+}
+
 ToolSpec spin() {
   ToolSpec t;
   t.name = "spin";
@@ -264,7 +327,8 @@ std::span<const std::string_view> fixture_sets() { return kSets; }
 
 Result<void> register_fixtures(const FixtureTargets& into, std::string_view name) {
   if (name == "testing") {
-    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask, add}) {
+    for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask, add, counter_get, counter_increment,
+                      tally}) {
       if (auto ok = into.tools.add(make()); !ok) return ok;
     }
     return {};

@@ -1,5 +1,6 @@
 #include "dorm/actors/mcp_session.hpp"
 
+#include "mcp_session_code.hpp"
 #include "mcp_session_internal.hpp"
 
 #include <caf/send.hpp>
@@ -60,164 +61,6 @@ class McpSession::Index : public mcp::InflightIndex {
   McpSession& session_;
 };
 
-class McpSession::Storage : public mcp::ToolStorage {
- public:
-  explicit Storage(McpSession& session) : session_(session) {}
-  Result<std::optional<std::string>> get(std::string_view key) override {
-    return session_.get(prefixed(key));
-  }
-  Result<void> put(std::string_view key, std::string_view value) override {
-    return session_.put(prefixed(key), value);
-  }
-  Result<bool> del(std::string_view key) override { return session_.del(prefixed(key)); }
-
- private:
-  // Tools' keys live apart from the session's own ("meta", later the event logs).
-  static std::string prefixed(std::string_view key) { return "t/" + std::string(key); }
-  McpSession& session_;
-};
-
-class McpSession::CallContext : public mcp::ToolContext,
-                                public std::enable_shared_from_this<CallContext> {
- public:
-  CallContext(McpSession& session, const mcp::ToolRegistry::Entry& tool,
-              std::shared_ptr<Exchange> exchange, mcp::RequestId id, std::string arguments,
-              std::string progress_token)
-      : session_(session),
-        tool_(tool),
-        exchange_(std::move(exchange)),
-        id_(std::move(id)),
-        arguments_(std::move(arguments)),
-        progress_token_(std::move(progress_token)) {}
-
-  const std::string& arguments() const override { return arguments_; }
-  mcp::ToolStorage& storage() override { return *session_.tool_storage_; }
-  bool wants_progress() const override { return !progress_token_.empty(); }
-
-  void progress(double progress, std::optional<double> total, std::string_view message) override {
-    if (finished_ || progress_token_.empty()) return;
-    rapidjson::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("progressToken");
-    w.RawValue(progress_token_.data(), progress_token_.size(), rapidjson::kStringType);
-    w.Key("progress");
-    w.Double(progress);
-    if (total) {
-      w.Key("total");
-      w.Double(*total);
-    }
-    if (!message.empty()) {
-      w.Key("message");
-      w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
-    }
-    w.EndObject();
-    session_.emit(*exchange_, mcp::notification("notifications/progress", buffer.GetString()));
-  }
-
-  void log(std::string_view level, std::string_view data_json) override {
-    if (finished_ || !session_.meta_) return;
-    int rank = log_rank(level);
-    if (rank < 0 || rank < log_rank(session_.meta_->log_level)) return;
-    rapidjson::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("level");
-    w.String(level.data(), static_cast<rapidjson::SizeType>(level.size()));
-    w.Key("data");
-    w.RawValue(data_json.data(), data_json.size(), rapidjson::kObjectType);
-    w.EndObject();
-    session_.emit(*exchange_, mcp::notification("notifications/message", buffer.GetString()));
-  }
-
-  void after(std::chrono::milliseconds delay, std::function<void()> then) override {
-    session_.after(delay, [self = shared_from_this(), then = std::move(then)] {
-      // A cancelled call does no more work.
-      if (!self->finished_) self->run(then);
-    });
-  }
-
-  Result<void> request(std::string_view method, std::string_view params_json,
-                            mcp::ClientReplyHandler on_reply) override {
-    if (finished_) {
-      return Error{ErrorCode::invalid_argument, "the call is finished: it cannot ask the client"};
-    }
-    auto deliver = [self = shared_from_this(), on_reply = std::move(on_reply)](
-                       const mcp::ClientReply& reply) {
-      if (!self->finished_) self->run([&] { on_reply(reply); });
-    };
-    return session_.send_client_request(*exchange_, id_.to_key(), method, params_json,
-                                        std::move(deliver));
-  }
-
-  void finish(mcp::ToolResult result) override {
-    if (finished_) return;
-    finished_ = true;
-    session_.calls_.erase(id_.to_key());
-    session_.drop_client_requests(id_.to_key());
-    if (auto fits = session_.options_.tools->check_structured(tool_, result); !fits) {
-      // The tool broke its own output schema: a server bug, which the client learns of as
-      // a failed call rather than as data that does not fit what was promised.
-      log::error("tool_output_schema_mismatch",
-                 {{"session", session_.session_id_}, {"error", fits.error().message}});
-      result = mcp::ToolResult::error(fits.error().message);
-    }
-    session_.emit(*exchange_, mcp::result_response(id_, result.json), id_);
-    --exchange_->outstanding;
-    session_.complete(exchange_);
-  }
-
-  void close_connection() override {
-    if (!finished_) session_.close_connection(*exchange_);
-  }
-
-  void notify_session(std::string_view method, std::string_view params_json) override {
-    if (!finished_) session_.emit_standalone(mcp::notification(method, params_json));
-  }
-
-  void resource_updated(std::string_view uri) override {
-    if (!finished_) session_.tell_subscribers(uri);
-  }
-
-  // notifications/cancelled: the work stops and no response is sent. The journal record
-  // goes now, in the batch that (for a one-request stream) also ends the stream.
-  void cancel() {
-    if (finished_) return;
-    finished_ = true;
-    session_.calls_.erase(id_.to_key());
-    session_.drop_client_requests(id_.to_key());
-    session_.journal_del(id_);
-    --exchange_->outstanding;
-    session_.complete(exchange_);
-  }
-
-  bool finished() const override { return finished_; }
-
-  // Runs a piece of the handler; an exception finishes the call with an error result,
-  // except a failure of the store (thrown by value_or_throw, the tool's or the session's
-  // own on the tool's behalf), which fails the turn: the session resets and its next
-  // activation's reaper answers the call, where an error result here could not even be
-  // stored.
-  void run(const std::function<void()>& step) {
-    try {
-      step();
-    } catch (const ErrorException& e) {
-      if (!is_input_error(e.error().code)) throw;
-      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-    } catch (const std::exception& e) {
-      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-    }
-  }
-
- private:
-  McpSession& session_;
-  const mcp::ToolRegistry::Entry& tool_;
-  std::shared_ptr<Exchange> exchange_;
-  mcp::RequestId id_;
-  std::string arguments_;
-  std::string progress_token_;  // JSON text of the token; empty: none
-  bool finished_ = false;
-};
 
 // ---- the session ----
 
@@ -227,7 +70,9 @@ McpSession::McpSession(const McpSessionOptions& options)
       store_(std::make_unique<Store>(*this)),
       index_(std::make_unique<Index>(*this)),
       log_(*store_, options.event_limits),
-      journal_(*store_, *index_) {}
+      journal_(*store_, *index_) {
+  if (options.code_mode) code_ = std::make_unique<Code>(*this, *options.code_mode);
+}
 
 McpSession::~McpSession() = default;
 
@@ -600,6 +445,7 @@ void McpSession::arm_retention() {
 
 void McpSession::on_alarm(const AlarmInfo& info) {
   if (info.name == kIdleAlarm) return on_idle_alarm();
+  if (code_ && meta_ && code_->on_alarm(info)) return;
   if (info.name != kRetentionAlarm) return;
   log_.expire(clock().now_ms()).value_or_throw();
   arm_retention();
@@ -710,6 +556,7 @@ void McpSession::erase() {
     index_del(kInflightIndex, inflight_key(kv.key.substr(kJournalPrefix.size()))).value_or_throw();
   }
   erase_subscriptions();
+  if (code_) code_->erase();
   live_.clear();
   calls_.clear();
   standalone_.reset();

@@ -5,6 +5,7 @@
 #include "dorm/mcp/protocol_version.hpp"
 #include "dorm/mcp/sse_sink.hpp"
 #include "dorm/runtime/log.hpp"
+#include "mcp_session_code.hpp"
 #include "mcp_session_internal.hpp"
 
 namespace dorm::actors {
@@ -183,8 +184,8 @@ void McpSession::on_idle_alarm() {
   mcp::IdleInput input;
   input.now_ms = now;
   input.last_activity_ms = last;
-  input.paused_work = false;  // no engine yet: nothing can pause
-  input.busy = !live_.empty() || !connections_.empty();
+  input.paused_work = code_ && code_->has_paused();
+  input.busy = !live_.empty() || !connections_.empty() || (code_ && code_->running());
   auto decision = mcp::decide(options_.idle, input);
   if (decision.action == mcp::IdleDecision::Action::wait) {
     set_alarm(kIdleAlarm, decision.wake_at_ms).value_or_throw();

@@ -272,7 +272,8 @@ TEST_CASE("tools/list: pages of 2 list every tool once; a bad cursor is -32602")
     if (!result.HasMember("nextCursor")) break;
     cursor = result["nextCursor"].GetString();
   }
-  CHECK(names == std::vector<std::string>{"echo", "sleep", "kv_put", "kv_get", "spin", "flood", "announce", "ask", "add"});
+  CHECK(names == std::vector<std::string>{"echo", "sleep", "kv_put", "kv_get", "spin", "flood", "announce", "ask", "add",
+                                           "counter_get", "counter_increment", "tally"});
   for (const char* bad : {R"("nope")", R"("")", "42"}) {
     auto res = f.post("s-tools-list-00001",
                       std::string(R"({"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":)") + bad + "}}");

@@ -73,6 +73,23 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  serve_cmd->add_flag("--code-mode", serve.code_mode,
+                      "Offer the execute and resume tools: model-written JavaScript run against the tools in "
+                      "sandboxed V8 worker processes (docs/code-mode.md)");
+  serve_cmd->add_option("--engine-workers", serve.engine_workers, "Engine worker processes for --code-mode (0: one per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  serve_cmd->add_option("--engine-slots", serve.engine_slots, "Executions each engine worker runs at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--approval-timeout", serve.approval_timeout_ms,
+                   "How long a paused execution waits for resume before its approval is declined (a number "
+                   "with unit ms, s or m; plain: milliseconds)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"ms", 1}, {"s", 1000}, {"m", 60'000}},
+                                        CLI::AsNumberWithUnit::UNIT_OPTIONAL, "DURATION"))
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{24LL * 3600 * 1000}))
+      ->default_str("4m");
   serve_cmd->add_flag("!--no-reap-at-boot", serve.reap_at_boot,
                       "Do not wake the sessions with calls in flight before turning ready (each "
                       "then reaps when it is next used)");

@@ -9,10 +9,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <thread>
 
 #include "dorm/actors/boot_reaper.hpp"
+#include "dorm/actors/code_mode.hpp"
+#include "dorm/engine/pool.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/mcp/auth_tokens.hpp"
@@ -217,8 +220,23 @@ int serve(const ServeOptions& options) {
                 });
   log::info("bound", {{"address", srv.local_address().to_string()}});
 
-  // 2. Storage, waiting out a predecessor's lock.
-  auto store = open_storage(options.storage, options.lock_wait, signals);
+  // 2. Storage, waiting out a predecessor's lock, on a thread of its own while the
+  //    engine's workers warm up here (a few hundred ms of CPU). The pool is made on this
+  //    thread because its workers die with the thread that spawned them (PR_SET_PDEATHSIG).
+  auto opening = std::async(std::launch::async, [&] { return open_storage(options.storage, options.lock_wait, signals); });
+  Result<std::unique_ptr<engine::Pool>> pool_created{std::unique_ptr<engine::Pool>()};
+  if (options.code_mode) {
+    engine::PoolOptions pool_options;
+    pool_options.worker_path = engine::default_worker_path();
+    pool_options.workers = options.engine_workers;
+    pool_options.slots_per_worker = options.engine_slots;
+    if (pool_options.worker_path.empty()) {
+      pool_created = Error{ErrorCode::not_found, "dorm-engine-worker was not found next to dorm or in ../engine"};
+    } else {
+      pool_created = engine::Pool::create(pool_options);
+    }
+  }
+  auto store = opening.get();
   if (!store) {
     log::error("storage_open_failed", {{"error", store.error().message}});
     return 1;
@@ -257,6 +275,22 @@ int serve(const ServeOptions& options) {
               {{"switch", "--no-priming"},
                {"effect", "streams get no priming event: clients cannot resume them before "
                           "their first event"}});
+  }
+  std::unique_ptr<engine::Pool> pool;
+  actors::CodeModeOptions code_mode;
+  if (options.code_mode) {
+    if (!pool_created) {
+      log::error("engine_start_failed", {{"error", pool_created.error().describe()}});
+      return 1;
+    }
+    pool = std::move(pool_created).value();
+    code_mode.pool = pool.get();
+    code_mode.approval_timeout = std::chrono::milliseconds(options.approval_timeout_ms);
+    if (auto ok = actors::enable_code_mode(tools, session_options, code_mode); !ok) {
+      log::error("code_mode_failed", {{"error", ok.error().describe()}});
+      return 1;
+    }
+    log::info("code_mode", {{"engine_workers", static_cast<std::int64_t>(pool->stats().workers_ready)}});
   }
   if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});

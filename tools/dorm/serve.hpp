@@ -34,6 +34,12 @@ struct ServeOptions {
   // Wake the sessions holding in-flight records before turning ready (--no-reap-at-boot).
   bool reap_at_boot = true;
   bool priming = true;
+  // Code mode: the execute and resume tools, run by a pool of sandboxed engine workers.
+  bool code_mode = false;
+  unsigned engine_workers = 0;  // 0: one per core
+  unsigned engine_slots = 4;    // executions per worker at once
+  // How long a paused execution waits for resume before its approval is declined.
+  std::int64_t approval_timeout_ms = 4 * 60 * 1000;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status

@@ -14,6 +14,9 @@
 //                    ping); returns its result as JSON text, or an error result
 //   add {a, b, broken?}  {"sum": a+b} as structured content with an output schema;
 //                    broken: a sum that does not fit the schema
+//   counter_get {name?} / counter_increment {name?}   a durable per-session counter
+//                    ("counter" by default); counter_increment requires approval (code mode)
+//   tally {text?}    adds 1 to the counter "tally" without approval: counts real runs
 //
 // "conformance": every tool, resource, resource template and prompt the official
 //   conformance suite's 32 server scenarios use (test_simple_text, test://static-text,

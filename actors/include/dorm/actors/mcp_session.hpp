@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,8 @@
 
 namespace dorm::actors {
 
+struct CodeModeOptions;
+
 struct McpSessionOptions {
   std::string server_name = "dorm";
   std::string server_version;
@@ -41,6 +44,8 @@ struct McpSessionOptions {
   const mcp::ToolRegistry* tools = nullptr;
   const mcp::ResourceRegistry* resources = nullptr;
   const mcp::PromptRegistry* prompts = nullptr;
+  // Code mode (`execute` and `resume`), set by enable_code_mode(); null: off.
+  const CodeModeOptions* code_mode = nullptr;
   // tools/list page size.
   std::size_t page_size = 100;
   // How long a tool waits for the client to answer a request it sent (elicitation,
@@ -79,6 +84,8 @@ class McpSession : public DurableObject {
   struct Exchange;
   struct Connection;
   class CallContext;
+  class Code;      // code mode (mcp_session_code.cpp)
+  class CodeCall;  // a tool called by code
   class Storage;
   class Store;
   class Index;
@@ -188,6 +195,7 @@ class McpSession : public DurableObject {
   std::uint64_t outbound_sequence_ = 0;
   std::optional<mcp::EventId> standalone_;  // cached cursor of the standalone stream
   std::string session_id_;  // as the last call named it (for logs)
+  std::unique_ptr<Code> code_;  // null unless code mode is on
 };
 
 // Registers the mcp-session namespace on `runtime`. `options` must outlive it.

@@ -1,0 +1,54 @@
+// Code mode: the `execute` and `resume` tools of an MCP session (docs/code-mode.md).
+//
+// `execute {code}` runs model-written JavaScript in a sandboxed V8 worker (engine::Pool);
+// each `tools.<path>(args)` the code makes runs the registered tool `<path>` as a turn of
+// the session, or one of the built-in paths (search, describe.tool, storage.*). A tool
+// registered with `requires_approval` first asks a person: inline with
+// `elicitation/create` when the client supports it, otherwise the execution *pauses*:
+// `execute` answers `waiting_for_interaction` with an execution id, and `resume
+// {executionId, action}` continues it.
+//
+// Paused means cold. A paused execution is a record in the session's storage (the code and
+// the engine's effect journal), not a live isolate: `resume` replays the journal in a
+// fresh isolate (no tool runs twice) and then delivers the answer. So a paused execution
+// costs no memory, and survives eviction, a crash, a SIGKILL and a redeploy. An
+// unanswered approval is declined after `approval_timeout` by a durable alarm, and the
+// execution continues with that decline.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "dorm/engine/limits.hpp"
+#include "dorm/mcp/tool_registry.hpp"
+#include "dorm/result.hpp"
+
+namespace dorm::engine {
+class Pool;
+}
+
+namespace dorm::actors {
+
+struct McpSessionOptions;
+
+struct CodeModeOptions {
+  // Runs the code. Required; must outlive every session.
+  engine::Pool* pool = nullptr;
+  // Per execution (engine/limits.hpp).
+  engine::Limits limits;
+  // How long a paused execution waits for `resume` (or the browser) before its approval
+  // is declined with reason approval_timeout. The original system's window: 4 minutes.
+  std::chrono::milliseconds approval_timeout{4 * 60 * 1000};
+  // Outcomes of resumed executions kept per session, so a repeated `resume` of a settled
+  // id answers the same thing (oldest dropped first).
+  std::size_t settled_kept = 64;
+};
+
+// Adds `execute` and `resume` to `tools` (for MCP clients only: code cannot call them)
+// and turns code mode on in `sessions`, which keeps a pointer to `options` (it must
+// outlive the runtime). Errors: invalid_argument without a pool, for limits out of
+// bounds, or when a name is taken in `tools`.
+Result<void> enable_code_mode(mcp::ToolRegistry& tools, McpSessionOptions& sessions,
+                              const CodeModeOptions& options);
+
+}  // namespace dorm::actors

@@ -1,0 +1,989 @@
+// Code mode inside a session: see mcp_session_code.hpp for the storage layout and the
+// record states, and docs/code-mode.md for what users see.
+#include "mcp_session_code.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <span>
+
+#include "dorm/engine/wire.hpp"
+#include "dorm/mcp/jsonrpc.hpp"
+#include "dorm/runtime/log.hpp"
+
+namespace dorm::actors {
+
+using namespace session_internal;
+
+namespace {
+
+constexpr std::string_view kRecordPrefix = "x/r/";
+constexpr std::string_view kJournalChunkPrefix = "x/j/";
+constexpr std::string_view kSettledPrefix = "x/o/";
+constexpr std::string_view kAnswerPrefix = "approval-response:";
+constexpr std::string_view kCodeStoragePrefix = "c/";
+constexpr std::string_view kApprovalAlarmPrefix = "approval/";
+// Journal chunks stay well under the storage value limit (128 KiB by default).
+constexpr std::size_t kChunkBytes = 64 * 1024;
+// tools.storage keys: as the session's own keys allow, with room for the prefix.
+constexpr std::size_t kMaxCodeKeyBytes = 512;
+// The approval form: accepting it is the approval; it asks for nothing else.
+constexpr std::string_view kApprovalSchema = R"({"type":"object","properties":{}})";
+
+std::string chunk_key(const std::string& id, std::uint32_t n) {
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%06u", n);
+  return std::string(kJournalChunkPrefix) + id + "/" + digits;
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) throw std::runtime_error("RAND_bytes failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+// exec_<uuid v4>: random, so unique across sessions, restarts and processes.
+std::string new_execution_id() {
+  std::string h = random_hex(16);
+  h[12] = '4';
+  h[16] = "89ab"[static_cast<unsigned char>(h[16]) % 4];
+  return "exec_" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
+std::string json_string(std::string_view text) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+  return buffer.GetString();
+}
+
+// What a tools.* promise gets from a tool's CallToolResult: ok → the value (JSON), else
+// the message it rejects with. The value is the structuredContent when there is one; a
+// single text block gives its text, parsed when it is JSON ("1" → 1) and as a string
+// otherwise; anything else gives the content array.
+std::pair<bool, std::string> value_for_code(const mcp::ToolResult& result) {
+  rapidjson::Document doc;
+  doc.Parse(result.json.c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return {false, "the tool returned a malformed result"};
+  const rapidjson::Value* content = member(doc, "content");
+  auto texts = [&] {
+    std::string out;
+    if (content && content->IsArray()) {
+      for (const auto& block : content->GetArray()) {
+        const rapidjson::Value* text = member(block, "text");
+        if (text && text->IsString()) {
+          if (!out.empty()) out += "\n";
+          out += text->GetString();
+        }
+      }
+    }
+    return out;
+  };
+  const rapidjson::Value* is_error = member(doc, "isError");
+  if (is_error && is_error->IsBool() && is_error->GetBool()) {
+    std::string message = texts();
+    return {false, message.empty() ? "the tool failed" : message};
+  }
+  if (const rapidjson::Value* structured = member(doc, "structuredContent")) return {true, compact(*structured)};
+  if (content && content->IsArray() && content->Size() == 1) {
+    const rapidjson::Value* text = member((*content)[0], "text");
+    if (text && text->IsString()) {
+      rapidjson::Document parsed;
+      parsed.Parse(text->GetString(), text->GetStringLength());
+      if (!parsed.HasParseError()) return {true, compact(parsed)};
+      return {true, json_string(std::string_view(text->GetString(), text->GetStringLength()))};
+    }
+  }
+  return {true, content ? compact(*content) : "null"};
+}
+
+bool contains_folded(std::string_view haystack, std::string_view needle) {
+  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != haystack.end();
+}
+
+}  // namespace
+
+// ---- a running execution ----
+
+struct McpSession::Code::Live {
+  std::string id;
+  std::string code;
+  std::shared_ptr<engine::Execution> exec;
+  // The execute or resume calls waiting for its outcome (several resumes may join).
+  std::vector<std::shared_ptr<CallContext>> waiters;
+  std::vector<std::string> emitted;
+  std::vector<std::string> logs;
+  std::size_t busy = 0;  // tool calls running, or waiting for an inline approval
+  // Calls that need a person and have no inline way to ask: the execution pauses at the
+  // first one once nothing else is running.
+  std::map<std::uint32_t, engine::ToolCallEntry> awaiting;
+  // The answer a resumption carries, for the call it paused at.
+  std::optional<Answer> answer;
+  std::uint32_t answer_seq = 0;
+  bool ended = false;
+  Lease lease;  // a session running code is never evicted
+
+  // The first waiter whose call is still open (a client to ask, a stream to log on).
+  std::shared_ptr<CallContext> caller() const {
+    for (const auto& w : waiters) {
+      if (!w->finished()) return w;
+    }
+    return nullptr;
+  }
+};
+
+// Engine callbacks arrive on the pool's thread; each becomes a turn of the session. A
+// post that outlives the activation is dropped, so `code` is valid whenever one runs.
+class McpSession::Code::Observer : public engine::ExecutionObserver {
+ public:
+  Observer(Inbox inbox, Code* code, std::weak_ptr<Live> live)
+      : inbox_(std::move(inbox)), code_(code), live_(std::move(live)) {}
+
+  void on_tool_call(const engine::ToolCallEntry& call) override {
+    post([call](Code& code, const std::shared_ptr<Live>& live) { code.on_tool_call(live, call); });
+  }
+  void on_log(engine::wire::LogLevel level, std::string_view text) override {
+    post([line = engine::format_log_line(level, text)](Code&, const std::shared_ptr<Live>& live) {
+      live->logs.push_back(line);
+    });
+  }
+  void on_emit(std::string_view value_json) override {
+    post([value = std::string(value_json)](Code&, const std::shared_ptr<Live>& live) {
+      live->emitted.push_back(value);
+    });
+  }
+  void on_completed(std::string_view result_json) override {
+    post([result = std::string(result_json)](Code& code, const std::shared_ptr<Live>& live) {
+      mcp::ExecutionOutcome outcome;
+      outcome.status = mcp::ExecutionOutcome::Status::completed;
+      // The engine reports `undefined` as null; either is "no result", as in the original.
+      if (result != "null") outcome.result_json = result;
+      outcome.emitted_json = live->emitted;
+      outcome.logs = live->logs;
+      code.settle(live, mcp::format_execution_outcome(outcome));
+    });
+  }
+  void on_failed(engine::FailureKind kind, std::string_view message) override {
+    post([kind, message = std::string(message)](Code& code, const std::shared_ptr<Live>& live) {
+      code.on_failed(live, kind, message);
+    });
+  }
+
+ private:
+  template <class F>
+  void post(F fn) {
+    inbox_.post([code = code_, weak = live_, fn = std::move(fn)] {
+      auto live = weak.lock();
+      if (live && !live->ended) fn(*code, live);
+    });
+  }
+  Inbox inbox_;
+  Code* code_;
+  std::weak_ptr<Live> live_;
+};
+
+// ---- a tool called by code ----
+
+// The ToolContext of a tool that code called: its arguments, the session's tool storage,
+// and, while an execute or resume call waits on the execution, that call's client for
+// logs and requests. Progress is not forwarded (code calls carry no progress token), nor
+// can it close a connection that is not its own.
+class McpSession::CodeCall : public mcp::ToolContext, public std::enable_shared_from_this<CodeCall> {
+ public:
+  using Done = std::function<void(const mcp::ToolResult&)>;
+  CodeCall(McpSession& session, std::string arguments, std::weak_ptr<CallContext> caller, Done done)
+      : session_(session), arguments_(std::move(arguments)), caller_(std::move(caller)), done_(std::move(done)) {}
+
+  const std::string& arguments() const override { return arguments_; }
+  mcp::ToolStorage& storage() override { return *session_.tool_storage_; }
+  bool wants_progress() const override { return false; }
+  void progress(double, std::optional<double>, std::string_view) override {}
+  void log(std::string_view level, std::string_view data_json) override {
+    if (auto caller = caller_.lock(); caller && !finished_) caller->log(level, data_json);
+  }
+  void after(std::chrono::milliseconds delay, std::function<void()> then) override {
+    session_.after(delay, [self = shared_from_this(), then = std::move(then)] {
+      if (!self->finished_) self->run(then);
+    });
+  }
+  void close_connection() override {}
+  void notify_session(std::string_view method, std::string_view params_json) override {
+    if (!finished_) session_.emit_standalone(mcp::notification(method, params_json));
+  }
+  Result<void> request(std::string_view method, std::string_view params_json,
+                       mcp::ClientReplyHandler on_reply) override {
+    auto caller = caller_.lock();
+    if (finished_ || !caller || caller->finished()) {
+      return Error{ErrorCode::invalid_argument,
+                   "no client call is waiting on this execution to carry a request to the client"};
+    }
+    return caller->request(method, params_json,
+                           [self = shared_from_this(), on_reply = std::move(on_reply)](const mcp::ClientReply& r) {
+                             if (!self->finished_) self->run([&] { on_reply(r); });
+                           });
+  }
+  void resource_updated(std::string_view uri) override {
+    if (!finished_) session_.tell_subscribers(uri);
+  }
+  void finish(mcp::ToolResult result) override {
+    if (finished_) return;
+    finished_ = true;
+    done_(result);
+  }
+  bool finished() const override { return finished_; }
+  // As CallContext::run: a throw finishes the call with an error result, except a store
+  // failure, which fails the turn.
+  void run(const std::function<void()>& step) {
+    try {
+      step();
+    } catch (const ErrorException& e) {
+      if (!is_input_error(e.error().code)) throw;
+      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
+    } catch (const std::exception& e) {
+      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
+    }
+  }
+
+ private:
+  McpSession& session_;
+  std::string arguments_;
+  std::weak_ptr<CallContext> caller_;
+  Done done_;
+  bool finished_ = false;
+};
+
+// ---- records ----
+
+std::string McpSession::Code::Record::to_json() const {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("executionId");
+  w.String(id.c_str());
+  w.Key("code");
+  w.String(code.data(), static_cast<rapidjson::SizeType>(code.size()));
+  w.Key("state");
+  w.String(state.c_str());
+  w.Key("pause");
+  w.StartObject();
+  w.Key("seq");
+  w.Uint(pause.seq);
+  w.Key("path");
+  w.String(pause.path.data(), static_cast<rapidjson::SizeType>(pause.path.size()));
+  w.Key("args");
+  w.RawValue(pause.args_json.data(), pause.args_json.size(), rapidjson::kObjectType);
+  w.EndObject();
+  w.Key("expiresAt");
+  w.Int64(expires_at_ms);
+  w.Key("ttlMs");
+  w.Int64(ttl_ms);
+  w.Key("chunks");
+  w.Uint(chunks);
+  w.EndObject();
+  return buffer.GetString();
+}
+
+std::optional<McpSession::Code::Record> McpSession::Code::Record::from_json(std::string_view text) {
+  rapidjson::Document doc;
+  doc.Parse(text.data(), text.size());
+  if (doc.HasParseError() || !doc.IsObject()) return std::nullopt;
+  auto str = [&](const rapidjson::Value& obj, const char* key) -> std::optional<std::string> {
+    const rapidjson::Value* v = member(obj, key);
+    if (!v || !v->IsString()) return std::nullopt;
+    return std::string(v->GetString(), v->GetStringLength());
+  };
+  const rapidjson::Value* pause = member(doc, "pause");
+  const rapidjson::Value* expires = member(doc, "expiresAt");
+  const rapidjson::Value* ttl = member(doc, "ttlMs");
+  const rapidjson::Value* chunks = member(doc, "chunks");
+  if (!pause || !expires || !expires->IsInt64() || !ttl || !ttl->IsInt64() || !chunks || !chunks->IsUint()) {
+    return std::nullopt;
+  }
+  const rapidjson::Value* seq = member(*pause, "seq");
+  const rapidjson::Value* args = member(*pause, "args");
+  auto id = str(doc, "executionId");
+  auto code = str(doc, "code");
+  auto state = str(doc, "state");
+  auto path = str(*pause, "path");
+  if (!id || !code || !state || !path || !seq || !seq->IsUint() || !args) return std::nullopt;
+  Record r;
+  r.id = *id;
+  r.code = *code;
+  r.state = *state;
+  r.pause = engine::ToolCallEntry{seq->GetUint(), *path, compact(*args)};
+  r.expires_at_ms = expires->GetInt64();
+  r.ttl_ms = ttl->GetInt64();
+  r.chunks = chunks->GetUint();
+  return r;
+}
+
+std::optional<McpSession::Code::Record> McpSession::Code::read_record(const std::string& id) {
+  auto stored = session_.get(std::string(kRecordPrefix) + id).value_or_throw();
+  if (!stored) return std::nullopt;
+  auto record = Record::from_json(*stored);
+  if (!record) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + id + ": malformed record"});
+  return record;
+}
+
+void McpSession::Code::write_record(const Record& record, const engine::Journal* journal) {
+  if (journal) {
+    // The old chunks go first: a journal only grows, but its chunk count is the record's.
+    if (auto old = read_record(record.id)) {
+      for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(chunk_key(record.id, n)).value_or_throw();
+    }
+  }
+  Record r = record;
+  if (journal) {
+    std::string bytes;
+    engine::wire::encode_journal(*journal, bytes);
+    r.chunks = 0;
+    for (std::size_t at = 0; at < bytes.size(); at += kChunkBytes) {
+      session_.put(chunk_key(r.id, r.chunks++), std::string_view(bytes).substr(at, kChunkBytes)).value_or_throw();
+    }
+  }
+  session_.put(std::string(kRecordPrefix) + r.id, r.to_json()).value_or_throw();
+}
+
+engine::Journal McpSession::Code::read_journal(const Record& record) {
+  std::string bytes;
+  for (std::uint32_t n = 0; n < record.chunks; ++n) {
+    auto chunk = session_.get(chunk_key(record.id, n)).value_or_throw();
+    if (!chunk) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + record.id + ": journal chunk missing"});
+    bytes += *chunk;
+  }
+  auto journal = engine::wire::decode_journal(
+      std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+  if (!journal) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + record.id + ": " + journal.error().message});
+  return std::move(journal).value();
+}
+
+void McpSession::Code::delete_record(const std::string& id) {
+  if (auto old = read_record(id)) {
+    for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(chunk_key(id, n)).value_or_throw();
+  }
+  session_.del(std::string(kRecordPrefix) + id).value_or_throw();
+  session_.del(std::string(kAnswerPrefix) + id).value_or_throw();
+  session_.delete_alarm(std::string(kApprovalAlarmPrefix) + id).value_or_throw();
+}
+
+std::optional<mcp::ToolResult> McpSession::Code::read_settled(const std::string& id) {
+  auto stored = session_.get(std::string(kSettledPrefix) + id).value_or_throw();
+  if (!stored) return std::nullopt;
+  rapidjson::Document doc;
+  doc.Parse(stored->c_str());
+  const rapidjson::Value* result = doc.HasParseError() ? nullptr : member(doc, "result");
+  if (!result) throw ErrorException(Error{ErrorCode::corruption, "settled execution " + id + ": malformed"});
+  return mcp::ToolResult{compact(*result)};
+}
+
+void McpSession::Code::store_settled(const std::string& id, const mcp::ToolResult& result) {
+  ListOptions all;
+  all.prefix = std::string(kSettledPrefix);
+  auto kept = session_.list(all).value_or_throw();
+  // Oldest first by the time each was stored; drop what the new one pushes out.
+  std::vector<std::pair<std::int64_t, std::string>> order;
+  for (const auto& kv : kept) {
+    rapidjson::Document doc;
+    doc.Parse(kv.value.c_str());
+    const rapidjson::Value* at = doc.HasParseError() ? nullptr : member(doc, "at");
+    order.emplace_back(at && at->IsInt64() ? at->GetInt64() : 0, kv.key);
+  }
+  std::sort(order.begin(), order.end());
+  for (std::size_t i = 0; i + options_.settled_kept <= order.size() && i < order.size(); ++i) {
+    session_.del(order[i].second).value_or_throw();
+  }
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("at");
+  w.Int64(session_.clock().now_ms());
+  w.Key("result");
+  w.RawValue(result.json.data(), result.json.size(), rapidjson::kObjectType);
+  w.EndObject();
+  auto stored = session_.put(std::string(kSettledPrefix) + id, buffer.GetString());
+  if (!stored && is_input_error(stored.error().code)) {
+    // Too large to keep: a repeated resume answers "already settled" instead.
+    log::warn("execution_outcome_not_kept", {{"session", session_.session_id_}, {"execution", id},
+                                             {"error", stored.error().message}});
+    return;
+  }
+  stored.value_or_throw();
+}
+
+std::optional<McpSession::Code::Answer> McpSession::Code::take_answer(const std::string& id) {
+  const std::string key = std::string(kAnswerPrefix) + id;
+  auto stored = session_.get(key).value_or_throw();
+  if (!stored) return std::nullopt;
+  session_.del(key).value_or_throw();
+  rapidjson::Document doc;
+  doc.Parse(stored->c_str());
+  const rapidjson::Value* action = doc.HasParseError() ? nullptr : member(doc, "action");
+  const rapidjson::Value* content = doc.HasParseError() ? nullptr : member(doc, "content");
+  if (!action || !action->IsString()) return std::nullopt;
+  return Answer{action->GetString(), content ? compact(*content) : "{}"};
+}
+
+// ---- the session's side ----
+
+McpSession::Code::Code(McpSession& session, const CodeModeOptions& options) : session_(session), options_(options) {}
+
+McpSession::Code::~Code() {
+  for (auto& [id, live] : live_) {
+    live->ended = true;
+    if (live->exec) live->exec->cancel();
+  }
+}
+
+bool McpSession::Code::has_paused() {
+  ListOptions records;
+  records.prefix = std::string(kRecordPrefix);
+  records.limit = 1;
+  return !session_.list(records).value_or_throw().empty();
+}
+
+void McpSession::Code::erase() {
+  for (auto& [id, live] : live_) stop_live(*live);
+  live_.clear();
+}
+
+std::shared_ptr<McpSession::Code::Live> McpSession::Code::start(const std::string& id, const std::string& code,
+                                                                std::optional<engine::Journal> journal,
+                                                                const std::shared_ptr<CallContext>& waiter) {
+  auto live = std::make_shared<Live>();
+  live->id = id;
+  live->code = code;
+  if (waiter) live->waiters.push_back(waiter);
+  live->lease = session_.keep_alive();
+  auto observer = std::make_shared<Observer>(session_.inbox(), this, live);
+  engine::ExecutionRequest request{id, code, options_.limits, std::move(journal)};
+  auto exec = options_.pool->start(std::move(request), observer);
+  if (!exec) {
+    // Bad input was checked before; what is left is a full queue.
+    live->ended = true;
+    mcp::ExecutionOutcome outcome;
+    outcome.status = mcp::ExecutionOutcome::Status::error;
+    outcome.error = "engine_overloaded: " + exec.error().message;
+    answer_waiters(*live, mcp::format_execution_outcome(outcome));
+    return nullptr;
+  }
+  live->exec = std::move(exec).value();
+  live_[id] = live;
+  if (waiter) {
+    std::weak_ptr<Live> weak = live;
+    waiter->on_cancel = [this, weak] {
+      // The client gave up on this call; the execution stops when no one waits for it.
+      auto l = weak.lock();
+      if (!l || l->ended || l->caller()) return;
+      stop_live(*l);
+      live_.erase(l->id);
+    };
+  }
+  return live;
+}
+
+void McpSession::Code::execute(const std::shared_ptr<CallContext>& call) {
+  rapidjson::Document args;
+  args.Parse(call->arguments().c_str());
+  const rapidjson::Value* code = member(args, "code");
+  std::string text = code && code->IsString() ? std::string(code->GetString(), code->GetStringLength()) : "";
+  auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return call->finish(mcp::ToolResult::error("code must not be empty"));
+  text = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+  start(new_execution_id(), text, std::nullopt, call);
+}
+
+void McpSession::Code::resume(const std::shared_ptr<CallContext>& call) {
+  rapidjson::Document args;
+  args.Parse(call->arguments().c_str());
+  const rapidjson::Value* id_value = member(args, "executionId");
+  const rapidjson::Value* action_value = member(args, "action");
+  const rapidjson::Value* content_value = member(args, "content");
+  if (!id_value || !id_value->IsString() || !action_value || !action_value->IsString()) {
+    return call->finish(mcp::ToolResult::error("resume needs executionId and action (accept, decline or cancel)"));
+  }
+  const std::string id = id_value->GetString();
+  Answer answer{action_value->GetString(), "{}"};
+  if (answer.action != "accept" && answer.action != "decline" && answer.action != "cancel") {
+    return call->finish(mcp::ToolResult::error("action must be accept, decline or cancel"));
+  }
+  if (content_value && content_value->IsString()) {
+    rapidjson::Document content;
+    content.Parse(content_value->GetString(), content_value->GetStringLength());
+    if (content.HasParseError() || !content.IsObject()) {
+      return call->finish(mcp::ToolResult::error("content must be a JSON object, as a string (default \"{}\")"));
+    }
+    answer.content_json = compact(content);
+  }
+  // Already resuming (another resume, or the approval timeout): wait for the same outcome.
+  if (auto it = live_.find(id); it != live_.end()) {
+    it->second->waiters.push_back(call);
+    return;
+  }
+  if (auto settled = read_settled(id)) return call->finish(*settled);
+  auto record = read_record(id);
+  if (!record) {
+    return call->finish(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_not_found, id, 0));
+  }
+  continue_paused(std::move(*record), std::move(answer), call);
+}
+
+void McpSession::Code::continue_paused(Record record, Answer answer, const std::shared_ptr<CallContext>& waiter) {
+  if (record.state == "running") {
+    // A resumption that an activation before this one started, and that died with it:
+    // its tools may have run, so it is not run again.
+    mcp::ExecutionOutcome outcome;
+    outcome.status = mcp::ExecutionOutcome::Status::error;
+    outcome.error = "the execution was interrupted by a server restart while it ran after its approval; "
+                    "its outcome is unknown (its tools may have run): check state before running it again";
+    auto result = mcp::format_execution_outcome(outcome);
+    log::warn("execution_interrupted", {{"session", session_.session_id_}, {"execution", record.id}});
+    delete_record(record.id);
+    store_settled(record.id, result);
+    if (waiter) waiter->finish(result);
+    return;
+  }
+  engine::Journal journal = read_journal(record);
+  engine::OpenEffects open = engine::open_effects(journal);
+  record.state = "running";
+  write_record(record, nullptr);
+  session_.del(std::string(kAnswerPrefix) + record.id).value_or_throw();
+  auto live = start(record.id, record.code, std::move(journal), waiter);
+  if (!live) return;
+  live->answer = std::move(answer);
+  live->answer_seq = record.pause.seq;
+  // The calls the journal left open were made before the pause and never answered: the
+  // host answers them now, as it would have (the replayed code does not make them again).
+  for (const auto& call : open.calls) {
+    if (live->ended) break;
+    on_tool_call(live, call);
+  }
+}
+
+bool McpSession::Code::on_alarm(const AlarmInfo& info) {
+  if (!info.name.starts_with(kApprovalAlarmPrefix)) return false;
+  const std::string id = info.name.substr(kApprovalAlarmPrefix.size());
+  if (live_.count(id)) return true;  // running here already: its own outcome settles it
+  auto record = read_record(id);
+  if (!record) return true;
+  Answer answer{"decline", R"({"reason":"approval_timeout"})"};
+  if (auto recorded = take_answer(id)) {
+    answer = std::move(*recorded);
+  } else if (record->state == "paused") {
+    log::info("mcp_pending_approval_lease_expire", {{"session", session_.session_id_}, {"execution", id}});
+  }
+  continue_paused(std::move(*record), std::move(answer), nullptr);
+  return true;
+}
+
+// ---- what the code calls ----
+
+void McpSession::Code::on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call) {
+  if (live->ended) return;
+  if (call.path == "search" || call.path == "describe.tool" || call.path.starts_with("storage.")) {
+    return builtin(live, call);
+  }
+  const mcp::ToolRegistry& tools = *session_.options_.tools;
+  const mcp::ToolRegistry::Entry* entry = tools.find(call.path, mcp::Exposure::code);
+  if (!entry) {
+    return deliver(live, call.seq, false,
+                   "unknown tool: " + call.path + " (find tools with tools.search({query}))");
+  }
+  if (auto valid = tools.validate_arguments(*entry, call.args_json); !valid) {
+    return deliver(live, call.seq, false, call.path + ": " + valid.error().message);
+  }
+  if (tools.spec(*entry).requires_approval) return ask_approval(live, call, *entry);
+  run_tool(live, call, *entry);
+}
+
+void McpSession::Code::ask_approval(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
+                                    const mcp::ToolRegistry::Entry& entry) {
+  if (live->answer && live->answer_seq == call.seq) {
+    Answer answer = std::move(*live->answer);
+    live->answer.reset();
+    if (answer.action == "accept") return run_tool(live, call, entry);
+    std::string why = answer.action == "cancel" ? "cancelled" : "declined";
+    rapidjson::Document content;
+    content.Parse(answer.content_json.c_str());
+    const rapidjson::Value* reason = content.HasParseError() ? nullptr : member(content, "reason");
+    std::string message = "the user " + why + " tools." + call.path;
+    if (reason && reason->IsString()) message += std::string(" (") + reason->GetString() + ")";
+    return deliver(live, call.seq, false, message);
+  }
+  std::string message = "Approve calling " + call.path + " with " + call.args_json + "?";
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("mode");
+  w.String("form");
+  w.Key("message");
+  w.String(message.c_str());
+  w.Key("requestedSchema");
+  w.RawValue(kApprovalSchema.data(), kApprovalSchema.size(), rapidjson::kObjectType);
+  w.EndObject();
+  auto caller = live->caller();
+  if (caller) {
+    ++live->busy;
+    std::weak_ptr<Live> weak = live;
+    const std::string path = call.path;
+    auto asked = caller->request("elicitation/create", buffer.GetString(),
+                                 [this, weak, call, &entry](const mcp::ClientReply& reply) {
+                                   auto l = weak.lock();
+                                   if (!l || l->ended) return;
+                                   --l->busy;
+                                   std::string action = "cancel";
+                                   if (reply.kind == mcp::ClientReply::Kind::result) {
+                                     rapidjson::Document doc;
+                                     doc.Parse(reply.json.c_str());
+                                     const rapidjson::Value* a = doc.HasParseError() ? nullptr : member(doc, "action");
+                                     if (a && a->IsString()) action = a->GetString();
+                                   }
+                                   if (action == "accept") return run_tool(l, call, entry);
+                                   std::string why = action == "decline" ? "declined" : "cancelled";
+                                   if (reply.kind == mcp::ClientReply::Kind::timeout) why = "did not answer the approval for";
+                                   deliver(l, call.seq, false, "the user " + why + " tools." + call.path);
+                                 });
+    if (asked) return;
+    --live->busy;  // the client cannot be asked inline (no elicitation): pause instead
+  }
+  live->awaiting.emplace(call.seq, call);
+  maybe_pause(live);
+}
+
+void McpSession::Code::run_tool(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
+                                const mcp::ToolRegistry::Entry& entry) {
+  ++live->busy;
+  std::weak_ptr<Live> weak = live;
+  auto context = std::make_shared<CodeCall>(session_, call.args_json, live->caller(),
+                                            [this, weak, seq = call.seq](const mcp::ToolResult& result) {
+                                              auto l = weak.lock();
+                                              if (!l || l->ended) return;
+                                              --l->busy;
+                                              auto [ok, value] = value_for_code(result);
+                                              deliver(l, seq, ok, std::move(value));
+                                              maybe_pause(l);
+                                            });
+  const auto& handler = session_.options_.tools->spec(entry).handler;
+  context->run([&] { handler(context); });
+}
+
+void McpSession::Code::builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call) {
+  rapidjson::Document args;
+  args.Parse(call.args_json.c_str());
+  if (args.HasParseError() || !args.IsObject()) return deliver(live, call.seq, false, call.path + ": arguments must be an object");
+  auto string_arg = [&](const char* key) -> std::optional<std::string> {
+    const rapidjson::Value* v = member(args, key);
+    if (!v || !v->IsString()) return std::nullopt;
+    return std::string(v->GetString(), v->GetStringLength());
+  };
+  auto uint_arg = [&](const char* key, std::uint64_t fallback) -> std::optional<std::uint64_t> {
+    const rapidjson::Value* v = member(args, key);
+    if (!v) return fallback;
+    if (!v->IsUint64()) return std::nullopt;
+    return v->GetUint64();
+  };
+  const mcp::ToolRegistry& tools = *session_.options_.tools;
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+
+  if (call.path == "search" || call.path == "describe.tool") {
+    // Every tool code may call, from the registry's own listing.
+    std::vector<std::string> pages;
+    std::optional<std::string> cursor;
+    do {
+      auto page = tools.list(cursor, 100, mcp::Exposure::code);
+      if (!page) return deliver(live, call.seq, false, page.error().message);
+      pages.push_back(page->tools_json);
+      cursor = page->next_cursor;
+    } while (cursor);
+    rapidjson::Document listed;
+    if (call.path == "describe.tool") {
+      auto path = string_arg("path");
+      if (!path) return deliver(live, call.seq, false, "describe.tool needs {path} (a string)");
+      for (const auto& text : pages) {
+        listed.Parse(text.c_str());
+        for (const auto& tool : listed.GetArray()) {
+          if (std::string_view(tool["name"].GetString()) != *path) continue;
+          const mcp::ToolRegistry::Entry* entry = tools.find(*path, mcp::Exposure::code);
+          w.StartObject();
+          w.Key("path");
+          w.String(path->c_str());
+          for (const char* key : {"title", "description", "inputSchema", "outputSchema", "annotations"}) {
+            if (const rapidjson::Value* v = member(tool, key)) {
+              w.Key(key);
+              v->Accept(w);
+            }
+          }
+          w.Key("requiresApproval");
+          w.Bool(entry && tools.spec(*entry).requires_approval);
+          w.EndObject();
+          return deliver(live, call.seq, true, buffer.GetString());
+        }
+      }
+      return deliver(live, call.seq, false, "no tool at path " + *path + " (find tools with tools.search({query}))");
+    }
+    std::string query = string_arg("query").value_or("");
+    auto limit = uint_arg("limit", 12);
+    auto offset = uint_arg("offset", 0);
+    if (!limit || !offset || *limit == 0 || *limit > 100) {
+      return deliver(live, call.seq, false, "search takes {query?, limit? (1-100, default 12), offset? (default 0)}");
+    }
+    // Every word of the query must appear in the name, title or description.
+    std::vector<std::string> words;
+    for (std::size_t at = 0; at < query.size();) {
+      auto begin = query.find_first_not_of(" \t", at);
+      if (begin == std::string::npos) break;
+      auto end = query.find_first_of(" \t", begin);
+      words.push_back(query.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+      at = end == std::string::npos ? query.size() : end;
+    }
+    std::uint64_t total = 0;
+    w.StartObject();
+    w.Key("items");
+    w.StartArray();
+    for (const auto& text : pages) {
+      listed.Parse(text.c_str());
+      for (const auto& tool : listed.GetArray()) {
+        std::string haystack = tool["name"].GetString();
+        for (const char* key : {"title", "description"}) {
+          if (const rapidjson::Value* v = member(tool, key); v && v->IsString()) haystack += std::string(" ") + v->GetString();
+        }
+        bool match = std::all_of(words.begin(), words.end(), [&](const std::string& word) { return contains_folded(haystack, word); });
+        if (!match) continue;
+        if (total >= *offset && total < *offset + *limit) {
+          w.StartObject();
+          w.Key("path");
+          w.String(tool["name"].GetString());
+          if (const rapidjson::Value* d = member(tool, "description")) {
+            w.Key("description");
+            d->Accept(w);
+          }
+          w.EndObject();
+        }
+        ++total;
+      }
+    }
+    w.EndArray();
+    w.Key("total");
+    w.Uint64(total);
+    w.Key("offset");
+    w.Uint64(*offset);
+    w.Key("limit");
+    w.Uint64(*limit);
+    w.EndObject();
+    return deliver(live, call.seq, true, buffer.GetString());
+  }
+
+  // tools.storage.*: the session's storage for code, JSON values under c/<key>.
+  auto key = string_arg("key");
+  auto check_key = [&]() -> std::optional<std::string> {
+    if (!key || key->empty()) return call.path + " needs {key} (a non-empty string)";
+    if (key->size() > kMaxCodeKeyBytes) {
+      return call.path + ": key is " + std::to_string(key->size()) + " bytes; the limit is " +
+             std::to_string(kMaxCodeKeyBytes);
+    }
+    return std::nullopt;
+  };
+  if (call.path == "storage.get") {
+    if (auto bad = check_key()) return deliver(live, call.seq, false, *bad);
+    auto value = session_.get(std::string(kCodeStoragePrefix) + *key).value_or_throw();
+    return deliver(live, call.seq, true, value.value_or("null"));
+  }
+  if (call.path == "storage.put") {
+    if (auto bad = check_key()) return deliver(live, call.seq, false, *bad);
+    const rapidjson::Value* value = member(args, "value");
+    if (!value) return deliver(live, call.seq, false, "storage.put needs {key, value} (any JSON value)");
+    auto stored = session_.put(std::string(kCodeStoragePrefix) + *key, compact(*value));
+    if (!stored && is_input_error(stored.error().code)) {
+      return deliver(live, call.seq, false, "storage.put: " + stored.error().message);
+    }
+    stored.value_or_throw();
+    return deliver(live, call.seq, true, "true");
+  }
+  if (call.path == "storage.delete") {
+    if (auto bad = check_key()) return deliver(live, call.seq, false, *bad);
+    bool existed = session_.del(std::string(kCodeStoragePrefix) + *key).value_or_throw();
+    return deliver(live, call.seq, true, existed ? "true" : "false");
+  }
+  if (call.path == "storage.list") {
+    auto limit = uint_arg("limit", 100);
+    if (!limit || *limit == 0 || *limit > 1000) return deliver(live, call.seq, false, "storage.list takes {prefix?, limit? (1-1000, default 100)}");
+    ListOptions options;
+    options.prefix = std::string(kCodeStoragePrefix) + string_arg("prefix").value_or("");
+    options.limit = *limit;
+    auto rows = session_.list(options).value_or_throw();
+    w.StartArray();
+    for (const auto& kv : rows) {
+      w.StartObject();
+      w.Key("key");
+      std::string_view k = std::string_view(kv.key).substr(kCodeStoragePrefix.size());
+      w.String(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+      w.Key("value");
+      w.RawValue(kv.value.data(), kv.value.size(), rapidjson::kObjectType);
+      w.EndObject();
+    }
+    w.EndArray();
+    return deliver(live, call.seq, true, buffer.GetString());
+  }
+  deliver(live, call.seq, false, "unknown tool: " + call.path + " (storage has get, put, delete and list)");
+}
+
+void McpSession::Code::deliver(const std::shared_ptr<Live>& live, std::uint32_t seq, bool ok, std::string value) {
+  if (live->ended) return;
+  // The engine takes a failed call's message as plain text.
+  live->exec->deliver_tool_result(seq, ok, std::move(value));
+}
+
+// ---- pausing and ending ----
+
+void McpSession::Code::maybe_pause(const std::shared_ptr<Live>& live) {
+  if (live->ended || live->busy > 0 || live->awaiting.empty()) return;
+  pause(live);
+}
+
+// Pauses at the first call that waits for a person, once nothing else is running: the
+// journal then holds every result the code has seen, and no tool's work is cut short. The
+// other waiting calls are open in the journal; the resumption answers them (asking again).
+void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
+  engine::Journal journal = live->exec->journal();
+  const engine::ToolCallEntry& at = live->awaiting.begin()->second;
+  const std::int64_t now = session_.clock().now_ms();
+  Record record;
+  record.id = live->id;
+  record.code = live->code;
+  record.state = "paused";
+  record.pause = at;
+  record.ttl_ms = options_.approval_timeout.count();
+  record.expires_at_ms = now + record.ttl_ms;
+  write_record(record, &journal);
+  session_.set_alarm(std::string(kApprovalAlarmPrefix) + record.id, record.expires_at_ms).value_or_throw();
+
+  mcp::PausedExecution paused;
+  paused.execution_id = record.id;
+  paused.now_ms = now;
+  paused.ttl_ms = record.ttl_ms;
+  paused.message = "Approve calling " + at.path + "?";
+  paused.instructions = "Ask the user whether to allow this call, then call resume with executionId " + record.id +
+                        " and action accept (run it), decline or cancel (the code sees an error), before the deadline.";
+  paused.address = at.path;
+  paused.args_json = at.args_json;
+  paused.requested_schema_json = std::string(kApprovalSchema);
+  log::info("execution_paused", {{"session", session_.session_id_}, {"execution", record.id}, {"tool", at.path}});
+  auto result = mcp::format_paused_execution(paused);
+  stop_live(*live);
+  live_.erase(live->id);
+  answer_waiters(*live, result);
+}
+
+void McpSession::Code::settle(const std::shared_ptr<Live>& live, mcp::ToolResult result) {
+  stop_live(*live);
+  live_.erase(live->id);
+  if (read_record(live->id)) {
+    // It had paused: its id is out there, so a later resume gets this same outcome.
+    delete_record(live->id);
+    store_settled(live->id, result);
+  }
+  answer_waiters(*live, result);
+}
+
+void McpSession::Code::on_failed(const std::shared_ptr<Live>& live, engine::FailureKind kind, const std::string& message) {
+  if (kind == engine::FailureKind::engine_crashed || kind == engine::FailureKind::engine_overloaded) {
+    // Not the code's fault: the client gets a correlation id, the log the cause.
+    std::string correlation = random_hex(4);
+    log::error("execution_engine_failed", {{"session", session_.session_id_},
+                                           {"execution", live->id},
+                                           {"kind", std::string(engine::to_string(kind))},
+                                           {"error", message},
+                                           {"correlation", correlation}});
+    return settle(live, mcp::format_internal_error(correlation));
+  }
+  mcp::ExecutionOutcome outcome;
+  outcome.status = mcp::ExecutionOutcome::Status::error;
+  outcome.error = message;
+  outcome.emitted_json = live->emitted;
+  outcome.logs = live->logs;
+  settle(live, mcp::format_execution_outcome(outcome));
+}
+
+void McpSession::Code::answer_waiters(Live& live, const mcp::ToolResult& result) {
+  auto waiters = std::move(live.waiters);
+  live.waiters.clear();
+  for (auto& w : waiters) {
+    w->on_cancel = nullptr;
+    w->finish(result);
+  }
+}
+
+void McpSession::Code::stop_live(Live& live) {
+  if (live.ended) return;
+  live.ended = true;
+  if (live.exec) live.exec->cancel();  // its `cancelled` report finds it ended and is dropped
+  live.lease.release();
+}
+
+// ---- the tools ----
+
+Result<void> enable_code_mode(mcp::ToolRegistry& tools, McpSessionOptions& sessions, const CodeModeOptions& options) {
+  if (!options.pool) return Error{ErrorCode::invalid_argument, "code mode needs an engine pool"};
+  if (auto ok = engine::validate(options.limits); !ok) return ok;
+  if (options.approval_timeout.count() < 1) {
+    return Error{ErrorCode::invalid_argument, "approval_timeout must be at least 1 ms"};
+  }
+  if (options.settled_kept == 0) return Error{ErrorCode::invalid_argument, "settled_kept must be at least 1"};
+  auto handler = [](bool resume) {
+    return [resume](std::shared_ptr<mcp::ToolContext> ctx) {
+      auto call = std::dynamic_pointer_cast<McpSession::CallContext>(ctx);
+      if (!call || !call->code()) {
+        return ctx->finish(mcp::ToolResult::error("code mode is not enabled in this session"));
+      }
+      if (resume) return call->code()->resume(call);
+      call->code()->execute(call);
+    };
+  };
+  mcp::ToolSpec execute;
+  execute.name = "execute";
+  execute.title = "Run code against the tools";
+  execute.description =
+      "Runs JavaScript (or TypeScript) in a sandbox. Call tools as `await tools.<path>(args)`; find them with "
+      "`tools.search({query})` and read a tool's input schema with `tools.describe.tool({path})`. "
+      "`tools.storage.get/put/delete/list({key, value?, prefix?})` keep JSON values for later executions in "
+      "this session. `console.log` output is returned with the result; `emit(value)` shows a value to the user. "
+      "Return the result. No network or filesystem. A tool that needs the user's approval may pause the "
+      "execution: the result then says waiting_for_interaction, and `resume` continues it.";
+  execute.input_schema =
+      R"({"type":"object","properties":{"code":{"type":"string","minLength":1,"description":"The body of an async function: await tools, then return the result."}},"required":["code"],"additionalProperties":false})";
+  execute.exposure = mcp::Exposure::clients;
+  execute.handler = handler(false);
+  if (auto ok = tools.add(std::move(execute)); !ok) return ok;
+  mcp::ToolSpec resume;
+  resume.name = "resume";
+  resume.title = "Continue a paused execution";
+  resume.description =
+      "Continues an execution that execute left waiting_for_interaction, with the user's answer: accept runs "
+      "the tool it paused at, decline or cancel make that call fail (the code may catch it). Returns the next "
+      "outcome: the result, an error, or another pause.";
+  resume.input_schema =
+      R"({"type":"object","properties":{"executionId":{"type":"string","minLength":1},"action":{"type":"string","enum":["accept","decline","cancel"]},"content":{"type":"string","default":"{}","description":"The user's answer as a JSON object, as a string."}},"required":["executionId","action"],"additionalProperties":false})";
+  resume.exposure = mcp::Exposure::clients;
+  resume.handler = handler(true);
+  if (auto ok = tools.add(std::move(resume)); !ok) return ok;
+  sessions.code_mode = &options;
+  return {};
+}
+
+}  // namespace dorm::actors

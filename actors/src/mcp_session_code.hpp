@@ -1,0 +1,103 @@
+// Code mode inside one session (see dorm/actors/code_mode.hpp and docs/code-mode.md):
+// running executions, the tools their code calls, approvals, pausing to storage and
+// resuming by replay. Internal to actors/src.
+//
+// Storage layout, under the session's keys:
+//   x/r/<execution id>       the paused execution's record (JSON: code, pause point, deadline, state)
+//   x/j/<execution id>/<n>   its journal, in the engine's encoding, in chunks of at most 64 KiB
+//   x/o/<execution id>       a resumed execution's final result (the last `settled_kept`)
+//   approval-response:<id>   an answer recorded for a paused execution, taken when it resumes
+//   c/<key>                  tools.storage.* (JSON values)
+// and one alarm per paused execution, "approval/<id>", at its deadline.
+//
+// A record's state is `paused` (waiting; no isolate anywhere) or `running` (a resumption
+// started it in some activation). A `running` record that this activation does not run
+// belongs to one that died: whatever it did is unknown, so it settles as an error, and the
+// approved tool never runs twice.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dorm/actors/code_mode.hpp"
+#include "dorm/engine/journal.hpp"
+#include "dorm/engine/pool.hpp"
+#include "dorm/mcp/execution_outcome.hpp"
+#include "mcp_session_internal.hpp"
+
+namespace dorm::actors {
+
+class McpSession::Code {
+ public:
+  Code(McpSession& session, const CodeModeOptions& options);
+  // Cancels what this activation still runs: an activation that ends takes its isolates
+  // with it (a paused execution has none).
+  ~Code();
+
+  void execute(const std::shared_ptr<CallContext>& call);
+  void resume(const std::shared_ptr<CallContext>& call);
+  // An "approval/<id>" alarm; false for any other alarm.
+  bool on_alarm(const AlarmInfo& info);
+  // Paused executions stored in this session (the idle policy's paused work).
+  bool has_paused();
+  // Executions this activation runs.
+  bool running() const { return !live_.empty(); }
+  // Deletes everything code mode stored (the session is being erased).
+  void erase();
+
+  struct Live;
+  struct Answer {
+    std::string action;  // accept | decline | cancel
+    std::string content_json = "{}";
+  };
+
+ private:
+  class Observer;
+  struct Record {
+    std::string id;
+    std::string code;
+    std::string state;  // paused | running
+    engine::ToolCallEntry pause;
+    std::int64_t expires_at_ms = 0;
+    std::int64_t ttl_ms = 0;
+    std::uint32_t chunks = 0;
+    std::string to_json() const;
+    static std::optional<Record> from_json(std::string_view text);
+  };
+
+  std::shared_ptr<Live> start(const std::string& id, const std::string& code,
+                              std::optional<engine::Journal> journal,
+                              const std::shared_ptr<CallContext>& waiter);
+  void continue_paused(Record record, Answer answer, const std::shared_ptr<CallContext>& waiter);
+  void on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
+  void builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
+  void ask_approval(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
+                    const mcp::ToolRegistry::Entry& entry);
+  void run_tool(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
+                const mcp::ToolRegistry::Entry& entry);
+  void deliver(const std::shared_ptr<Live>& live, std::uint32_t seq, bool ok, std::string value);
+  void maybe_pause(const std::shared_ptr<Live>& live);
+  void pause(const std::shared_ptr<Live>& live);
+  void settle(const std::shared_ptr<Live>& live, mcp::ToolResult result);
+  void on_failed(const std::shared_ptr<Live>& live, engine::FailureKind kind, const std::string& message);
+  void answer_waiters(Live& live, const mcp::ToolResult& result);
+  void stop_live(Live& live);
+
+  std::optional<Record> read_record(const std::string& id);
+  void write_record(const Record& record, const engine::Journal* journal);
+  void delete_record(const std::string& id);
+  engine::Journal read_journal(const Record& record);
+  std::optional<mcp::ToolResult> read_settled(const std::string& id);
+  void store_settled(const std::string& id, const mcp::ToolResult& result);
+  std::optional<Answer> take_answer(const std::string& id);
+
+  McpSession& session_;
+  const CodeModeOptions& options_;
+  std::map<std::string, std::shared_ptr<Live>> live_;
+};
+
+}  // namespace dorm::actors

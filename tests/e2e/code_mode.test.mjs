@@ -1,0 +1,144 @@
+// Code mode end to end: the official SDK client against `dorm serve --code-mode --fixtures
+// testing`. execute runs code against the tools; a tool that needs approval is approved
+// inline (a client with elicitation) or pauses the execution (a client without), and a
+// paused execution survives a SIGKILL: resume replays it and no tool runs twice.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startServe } from './lib/dorm_process.mjs';
+
+const ARGS = ['--code-mode', '--fixtures', 'testing', '--engine-workers', '1', '--engine-slots', '2'];
+
+async function connectClient(t, url, { sessionId, protocolVersion, capabilities, elicit } = {}) {
+  const transport = new StreamableHTTPClientTransport(url, sessionId ? { sessionId } : {});
+  if (protocolVersion) transport.setProtocolVersion(protocolVersion);
+  const client = new Client({ name: 'dorm-e2e-code', version: '1.0.0' }, capabilities ? { capabilities } : {});
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, elicit);
+  await client.connect(transport);
+  t.after(() => client.close());
+  return { client, transport };
+}
+
+const textOf = (result) => result.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+const execute = (client, code) => client.callTool({ name: 'execute', arguments: { code } });
+const resume = (client, executionId, action, content) =>
+  client.callTool({ name: 'resume', arguments: { executionId, action, ...(content ? { content } : {}) } });
+
+test('code mode: execute and resume are listed; code calls two tools with Promise.all', async (t) => {
+  const { url } = await startServe(t, { extraArgs: ARGS });
+  const { client } = await connectClient(t, url);
+  const names = (await client.listTools()).tools.map((x) => x.name);
+  assert.ok(names.includes('execute') && names.includes('resume'), names.join(','));
+
+  const result = await execute(client, `
+    const [a, b] = await Promise.all([tools.echo({ text: 'left' }), tools.add({ a: 2, b: 3 })]);
+    console.log('got', a);
+    return { a, sum: b.sum };`);
+  assert.notEqual(result.isError, true, textOf(result));
+  assert.deepEqual(result.structuredContent.result, { a: 'left', sum: 5 });
+  assert.deepEqual(result.structuredContent.logs, ['[log] got left']);
+  assert.match(textOf(result), /"sum": 5/);
+
+  const failed = await execute(client, 'throw new Error("nope")');
+  assert.equal(failed.isError, true);
+  assert.match(textOf(failed), /^Error: .*nope/);
+  const unknown = await execute(client, 'try { await tools.no_such_tool({}) } catch (e) { return e.message }');
+  assert.match(textOf(unknown), /unknown tool: no_such_tool/);
+  const found = await execute(client, 'return (await tools.search({ query: "counter" })).items.map((x) => x.path)');
+  assert.ok(found.structuredContent.result.includes('counter_increment'), textOf(found));
+  assert.ok(!found.structuredContent.result.includes('echo'), textOf(found));
+  const described = await execute(client, 'return await tools.describe.tool({ path: "counter_increment" })');
+  assert.equal(described.structuredContent.result.requiresApproval, true);
+});
+
+test('code mode: a client with elicitation approves a requires_approval tool inline', async (t) => {
+  const { url } = await startServe(t, { extraArgs: ARGS });
+  const asked = [];
+  const { client } = await connectClient(t, url, {
+    capabilities: { elicitation: {} },
+    elicit: async (request) => { asked.push(request.params.message); return { action: asked.length === 1 ? 'accept' : 'decline' }; },
+  });
+  const approved = await execute(client, 'return await tools.counter_increment({})');
+  assert.notEqual(approved.isError, true, textOf(approved));
+  assert.equal(approved.structuredContent.result, 1);
+  assert.equal(asked.length, 1);
+  assert.match(asked[0], /counter_increment/);
+
+  const declined = await execute(client, 'try { await tools.counter_increment({}); return "ran" } catch (e) { return e.message }');
+  assert.match(declined.structuredContent.result, /declined tools\.counter_increment/);
+  const count = await execute(client, 'return await tools.counter_get({})');
+  assert.equal(count.structuredContent.result, 1);
+});
+
+test('code mode: a paused execution survives SIGKILL; resume replays it and every tool ran exactly once', async (t) => {
+  const first = await startServe(t, { extraArgs: ARGS });
+  t.after(() => { if (process.env.DEBUG_DORM) console.error(first.proc.stderr); });
+  const { client, transport } = await connectClient(t, first.url);
+  const paused = await execute(client, `
+    const before = await tools.tally({});
+    const after = await tools.counter_increment({});
+    return after;`);
+  assert.notEqual(paused.isError, true, textOf(paused));
+  const s = paused.structuredContent;
+  assert.equal(s.status, 'waiting_for_interaction');
+  assert.match(s.executionId, /^exec_[0-9a-f-]{36}$/);
+  assert.equal(s.interaction.address, 'counter_increment');
+  assert.equal(s.ttlMs, 240000);
+  assert.match(textOf(paused), /executionId: exec_/);
+  assert.match(textOf(paused), /resumeDeadline: .*\(4 minutes approval window\)/);
+  assert.match(textOf(paused), /instructions: /);
+
+  // Stored as code mode's storage for later executions, before the kill.
+  const put = await execute(client, 'await tools.storage.put({ key: "note", value: { kept: [1, 2] } }); return "ok"');
+  assert.equal(put.structuredContent.result, 'ok');
+
+  const sessionId = transport.sessionId;
+  const protocolVersion = transport.protocolVersion;
+  first.proc.kill('SIGKILL');
+  await first.proc.waitForExit();
+  const second = await startServe(t, { dataDir: first.dataDir, listen: `127.0.0.1:${first.port}`, extraArgs: ARGS });
+  const again = await connectClient(t, second.url, { sessionId, protocolVersion });
+
+  const done = await resume(again.client, s.executionId, 'accept');
+  assert.notEqual(done.isError, true, textOf(done));
+  assert.equal(done.structuredContent.status, 'completed');
+  assert.equal(done.structuredContent.result, 1);
+  // The approved side effect happened once, and the tool before the pause ran once across
+  // the pause, the kill and the replay.
+  const counts = await execute(again.client,
+    'return [await tools.counter_get({}), await tools.counter_get({ name: "tally" })]');
+  assert.deepEqual(counts.structuredContent.result, [1, 1]);
+  // A second resume of the settled id answers the same outcome, and runs nothing.
+  const repeat = await resume(again.client, s.executionId, 'accept');
+  assert.equal(repeat.structuredContent.result, 1);
+  const still = await execute(again.client, 'return await tools.counter_get({})');
+  assert.equal(still.structuredContent.result, 1);
+  // What the code stored before the kill is there after it.
+  const read = await execute(again.client, 'return await tools.storage.get({ key: "note" })');
+  assert.deepEqual(read.structuredContent.result, { kept: [1, 2] });
+
+  const unknown = await resume(again.client, 'exec_00000000-0000-4000-8000-000000000000', 'accept');
+  assert.equal(unknown.isError, true);
+  assert.equal(unknown.structuredContent.status, 'execution_not_found');
+  assert.equal(unknown.structuredContent.recovery, 're_execute');
+});
+
+test('code mode: an approval nobody answers is declined with approval_timeout, and the code sees it', async (t) => {
+  const { url, proc } = await startServe(t, { extraArgs: [...ARGS, '--approval-timeout', '2s'] });
+  const { client } = await connectClient(t, url);
+  const paused = await execute(client, `
+    try { await tools.counter_increment({}); return "approved" } catch (e) { return "saw: " + e.message }`);
+  const s = paused.structuredContent;
+  assert.equal(s.status, 'waiting_for_interaction');
+  assert.equal(s.ttlMs, 2000);
+  // The alarm fires at the deadline and continues the execution with the decline. A resume
+  // after that joins the continuation or answers its stored outcome: its accept is too late.
+  await proc.waitForStderr(/mcp_pending_approval_lease_expire session=\S+ execution=exec_/);
+  const outcome = await resume(client, s.executionId, 'accept');
+  assert.equal(outcome.structuredContent.status, 'completed', textOf(outcome));
+  assert.match(outcome.structuredContent.result, /^saw: .*declined tools\.counter_increment \(approval_timeout\)/);
+  const count = await execute(client, 'return await tools.counter_get({})');
+  assert.equal(count.structuredContent.result, 0);
+});
