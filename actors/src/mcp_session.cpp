@@ -112,6 +112,13 @@ caf::behavior McpSession::behavior() {
       // Nothing to do: activating ran on_start, which reaped. Not client activity.
       [](const mcp::SessionWake&) { return true; },
       [this](const mcp::ResourceUpdated& update) { on_resource_updated(update); },
+      // Code mode: a resume forwarded by another session, and the answer to one.
+      [this](const ForwardedResume& request) {
+        if (code_) code_->forwarded_resume(request);
+      },
+      [this](const ForwardedResumeResult& result) {
+        if (code_) code_->forwarded_result(result);
+      },
   };
 }
 
@@ -577,6 +584,9 @@ void McpSession::store_meta() {
 }
 
 Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options) {
+  if (options.code_mode) {
+    if (auto ok = register_execution_owner(runtime); !ok) return ok;
+  }
   NamespaceOptions ns;
   ns.idle_timeout = std::chrono::milliseconds(0);  // the idle policy evicts sessions
   return runtime.register_namespace(

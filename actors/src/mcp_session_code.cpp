@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <span>
 
+#include "dorm/actors/namespaces.hpp"
 #include "dorm/engine/wire.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
 #include "dorm/runtime/log.hpp"
@@ -125,8 +126,8 @@ struct McpSession::Code::Live {
   std::string id;
   std::string code;
   std::shared_ptr<engine::Execution> exec;
-  // The execute or resume calls waiting for its outcome (several resumes may join).
-  std::vector<std::shared_ptr<CallContext>> waiters;
+  // The calls waiting for its outcome (several resumes may join).
+  std::vector<Waiter> waiters;
   std::vector<std::string> emitted;
   std::vector<std::string> logs;
   std::size_t busy = 0;  // tool calls running, or waiting for an inline approval
@@ -142,7 +143,7 @@ struct McpSession::Code::Live {
   // The first waiter whose call is still open (a client to ask, a stream to log on).
   std::shared_ptr<CallContext> caller() const {
     for (const auto& w : waiters) {
-      if (!w->finished()) return w;
+      if (w.call && !w.call->finished()) return w.call;
     }
     return nullptr;
   }
@@ -464,11 +465,11 @@ void McpSession::Code::erase() {
 
 std::shared_ptr<McpSession::Code::Live> McpSession::Code::start(const std::string& id, const std::string& code,
                                                                 std::optional<engine::Journal> journal,
-                                                                const std::shared_ptr<CallContext>& waiter) {
+                                                                std::optional<Waiter> waiter) {
   auto live = std::make_shared<Live>();
   live->id = id;
   live->code = code;
-  if (waiter) live->waiters.push_back(waiter);
+  if (waiter) live->waiters.push_back(*waiter);
   live->lease = session_.keep_alive();
   auto observer = std::make_shared<Observer>(session_.inbox(), this, live);
   engine::ExecutionRequest request{id, code, options_.limits, std::move(journal)};
@@ -484,9 +485,9 @@ std::shared_ptr<McpSession::Code::Live> McpSession::Code::start(const std::strin
   }
   live->exec = std::move(exec).value();
   live_[id] = live;
-  if (waiter) {
+  if (waiter && waiter->call) {
     std::weak_ptr<Live> weak = live;
-    waiter->on_cancel = [this, weak] {
+    waiter->call->on_cancel = [this, weak] {
       // The client gave up on this call; the execution stops when no one waits for it.
       auto l = weak.lock();
       if (!l || l->ended || l->caller()) return;
@@ -505,7 +506,7 @@ void McpSession::Code::execute(const std::shared_ptr<CallContext>& call) {
   auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return call->finish(mcp::ToolResult::error("code must not be empty"));
   text = text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-  start(new_execution_id(), text, std::nullopt, call);
+  start(new_execution_id(), text, std::nullopt, Waiter{call, {}});
 }
 
 void McpSession::Code::resume(const std::shared_ptr<CallContext>& call) {
@@ -530,20 +531,106 @@ void McpSession::Code::resume(const std::shared_ptr<CallContext>& call) {
     }
     answer.content_json = compact(content);
   }
-  // Already resuming (another resume, or the approval timeout): wait for the same outcome.
-  if (auto it = live_.find(id); it != live_.end()) {
-    it->second->waiters.push_back(call);
-    return;
-  }
-  if (auto settled = read_settled(id)) return call->finish(*settled);
-  auto record = read_record(id);
-  if (!record) {
-    return call->finish(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_not_found, id, 0));
-  }
-  continue_paused(std::move(*record), std::move(answer), call);
+  if (resume_here(id, answer, Waiter{call, {}})) return;
+  resume_elsewhere(id, std::move(answer), call);
 }
 
-void McpSession::Code::continue_paused(Record record, Answer answer, const std::shared_ptr<CallContext>& waiter) {
+bool McpSession::Code::resume_here(const std::string& id, const Answer& answer, const Waiter& waiter) {
+  // Already resuming (another resume, or the approval timeout): wait for the same outcome.
+  if (auto it = live_.find(id); it != live_.end()) {
+    it->second->waiters.push_back(waiter);
+    return true;
+  }
+  auto reply = [&](const mcp::ToolResult& result) {
+    if (waiter.call) waiter.call->finish(result);
+    if (waiter.done) waiter.done(result);
+  };
+  if (auto settled = read_settled(id)) {
+    reply(*settled);
+    return true;
+  }
+  auto record = read_record(id);
+  if (!record) return false;
+  continue_paused(std::move(*record), answer, waiter);
+  return true;
+}
+
+void McpSession::Code::resume_elsewhere(const std::string& id, Answer answer, const std::shared_ptr<CallContext>& call) {
+  auto directory = owner_handle(session_.runtime(), id);
+  if (!directory) {
+    return call->finish(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_not_found, id, 0));
+  }
+  const std::int64_t ttl = options_.approval_timeout.count();
+  auto expired = [id, ttl] { return mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_expired, id, ttl); };
+  session_.request(*directory, [this, id, answer, call, expired](caf::expected<caf::message> reply) {
+    if (call->finished()) return;
+    std::optional<OwnerRecord> record;
+    if (reply && reply->match_elements<std::string>() && !reply->get_as<std::string>(0).empty()) {
+      record = OwnerRecord::from_json(reply->get_as<std::string>(0));
+    }
+    // No owner on record: it expired, settled and was forgotten, or never existed.
+    if (!record) return call->finish(expired());
+    if (!(record->principal == session_.meta_->owner)) {
+      log::warn("execution_forbidden", {{"session", session_.session_id_}, {"execution", id}});
+      return call->finish(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_forbidden, id, 0));
+    }
+    auto owner = session_.runtime().parse_id(kMcpSessionNamespace, record->session_object);
+    if (!owner || record->session_object == session_.id().to_string()) {
+      // This session owned it and no longer has it: the directory entry is stale.
+      tell_directory(caf::make_message(OwnerDelete{id}), id);
+      return call->finish(expired());
+    }
+    std::uint64_t token = ++forward_sequence_;
+    forwarded_[token] = call;
+    session_.send(ObjectHandle{*owner}, ForwardedResume{id, answer.action, answer.content_json, session_.meta_->owner,
+                                                         session_.id().to_string(), token});
+    // The owner answers within 10 s or the execution counts as expired (the original's rule).
+    session_.after(std::chrono::seconds(10), [this, token, expired] {
+      auto it = forwarded_.find(token);
+      if (it == forwarded_.end()) return;
+      auto waiting = it->second;
+      forwarded_.erase(it);
+      waiting->finish(expired());
+    });
+  }, OwnerGet{id});
+}
+
+void McpSession::Code::forwarded_resume(const ForwardedResume& request) {
+  auto from = session_.runtime().parse_id(kMcpSessionNamespace, request.from_session);
+  if (!from) return;
+  ObjectHandle back{*from};
+  auto answer_with = [this, back, token = request.token](const mcp::ToolResult& result) {
+    session_.send(back, ForwardedResumeResult{token, result.json});
+  };
+  if (!session_.meta_) {
+    // The owner session is gone (deleted): nothing stored here, so nothing stays in memory.
+    session_.dispose_empty();
+    return answer_with(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_expired, request.execution_id,
+                                                      options_.approval_timeout.count()));
+  }
+  if (!(request.caller == session_.meta_->owner)) {
+    return answer_with(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_forbidden, request.execution_id, 0));
+  }
+  Answer answer{request.action, request.content_json};
+  if (resume_here(request.execution_id, answer, Waiter{nullptr, answer_with})) return;
+  tell_directory(caf::make_message(OwnerDelete{request.execution_id}), request.execution_id);
+  answer_with(mcp::format_resume_unavailable(mcp::ResumeUnavailable::execution_expired, request.execution_id,
+                                             options_.approval_timeout.count()));
+}
+
+void McpSession::Code::forwarded_result(const ForwardedResumeResult& result) {
+  auto it = forwarded_.find(result.token);
+  if (it == forwarded_.end()) return;  // too late: it counted as expired already
+  auto call = it->second;
+  forwarded_.erase(it);
+  call->finish(mcp::ToolResult{result.result_json});
+}
+
+void McpSession::Code::tell_directory(caf::message message, const std::string& id) {
+  if (auto directory = owner_handle(session_.runtime(), id)) session_.send_message(*directory, std::move(message));
+}
+
+void McpSession::Code::continue_paused(Record record, Answer answer, std::optional<Waiter> waiter) {
   if (record.state == "running") {
     // A resumption that an activation before this one started, and that died with it:
     // its tools may have run, so it is not run again.
@@ -555,7 +642,9 @@ void McpSession::Code::continue_paused(Record record, Answer answer, const std::
     log::warn("execution_interrupted", {{"session", session_.session_id_}, {"execution", record.id}});
     delete_record(record.id);
     store_settled(record.id, result);
-    if (waiter) waiter->finish(result);
+    tell_directory(caf::make_message(OwnerDelete{record.id}), record.id);
+    if (waiter && waiter->call) waiter->call->finish(result);
+    if (waiter && waiter->done) waiter->done(result);
     return;
   }
   engine::Journal journal = read_journal(record);
@@ -587,7 +676,7 @@ bool McpSession::Code::on_alarm(const AlarmInfo& info) {
   } else if (record->state == "paused") {
     log::info("mcp_pending_approval_lease_expire", {{"session", session_.session_id_}, {"execution", id}});
   }
-  continue_paused(std::move(*record), std::move(answer), nullptr);
+  continue_paused(std::move(*record), std::move(answer), std::nullopt);
   return true;
 }
 
@@ -872,6 +961,10 @@ void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
   record.expires_at_ms = now + record.ttl_ms;
   write_record(record, &journal);
   session_.set_alarm(std::string(kApprovalAlarmPrefix) + record.id, record.expires_at_ms).value_or_throw();
+  // Sent when this turn commits, so the directory never names a pause that is not stored.
+  tell_directory(caf::make_message(OwnerPut{OwnerRecord{record.id, session_.id().to_string(), session_.meta_->owner,
+                                                        record.expires_at_ms, record.ttl_ms}}),
+                 record.id);
 
   mcp::PausedExecution paused;
   paused.execution_id = record.id;
@@ -897,6 +990,7 @@ void McpSession::Code::settle(const std::shared_ptr<Live>& live, mcp::ToolResult
     // It had paused: its id is out there, so a later resume gets this same outcome.
     delete_record(live->id);
     store_settled(live->id, result);
+    tell_directory(caf::make_message(OwnerDelete{live->id}), live->id);
   }
   answer_waiters(*live, result);
 }
@@ -924,8 +1018,11 @@ void McpSession::Code::answer_waiters(Live& live, const mcp::ToolResult& result)
   auto waiters = std::move(live.waiters);
   live.waiters.clear();
   for (auto& w : waiters) {
-    w->on_cancel = nullptr;
-    w->finish(result);
+    if (w.call) {
+      w.call->on_cancel = nullptr;
+      w.call->finish(result);
+    }
+    if (w.done) w.done(result);
   }
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "dorm/engine/journal.hpp"
 #include "dorm/engine/pool.hpp"
 #include "dorm/mcp/execution_outcome.hpp"
+#include "execution_owner.hpp"
 #include "mcp_session_internal.hpp"
 
 namespace dorm::actors {
@@ -40,6 +42,11 @@ class McpSession::Code {
 
   void execute(const std::shared_ptr<CallContext>& call);
   void resume(const std::shared_ptr<CallContext>& call);
+  // Another session forwards a resume of an execution this one owns; the outcome goes
+  // back to it as a ForwardedResumeResult.
+  void forwarded_resume(const ForwardedResume& request);
+  // The owner's answer to a resume this session forwarded.
+  void forwarded_result(const ForwardedResumeResult& result);
   // An "approval/<id>" alarm; false for any other alarm.
   bool on_alarm(const AlarmInfo& info);
   // Paused executions stored in this session (the idle policy's paused work).
@@ -50,6 +57,12 @@ class McpSession::Code {
   void erase();
 
   struct Live;
+  // Who waits for an execution's outcome: a client's execute or resume call, or a
+  // forwarded resume (done).
+  struct Waiter {
+    std::shared_ptr<CallContext> call;
+    std::function<void(const mcp::ToolResult&)> done;
+  };
   struct Answer {
     std::string action;  // accept | decline | cancel
     std::string content_json = "{}";
@@ -70,9 +83,14 @@ class McpSession::Code {
   };
 
   std::shared_ptr<Live> start(const std::string& id, const std::string& code,
-                              std::optional<engine::Journal> journal,
-                              const std::shared_ptr<CallContext>& waiter);
-  void continue_paused(Record record, Answer answer, const std::shared_ptr<CallContext>& waiter);
+                              std::optional<engine::Journal> journal, std::optional<Waiter> waiter);
+  // resume, for the owner: join a running resumption, answer a settled outcome, or
+  // continue the stored record; false if this session knows nothing of `id`.
+  bool resume_here(const std::string& id, const Answer& answer, const Waiter& waiter);
+  void continue_paused(Record record, Answer answer, std::optional<Waiter> waiter);
+  // resume of an id this session does not own: the directory says whose it is.
+  void resume_elsewhere(const std::string& id, Answer answer, const std::shared_ptr<CallContext>& call);
+  void tell_directory(caf::message message, const std::string& id);
   void on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
   void builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
   void ask_approval(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
@@ -98,6 +116,9 @@ class McpSession::Code {
   McpSession& session_;
   const CodeModeOptions& options_;
   std::map<std::string, std::shared_ptr<Live>> live_;
+  // Resumes forwarded to their owner sessions, by token.
+  std::map<std::uint64_t, std::shared_ptr<CallContext>> forwarded_;
+  std::uint64_t forward_sequence_ = 0;
 };
 
 }  // namespace dorm::actors

@@ -5,7 +5,7 @@
 namespace dorm::actors {
 
 std::span<const std::string_view> builtin_namespaces() {
-  static constexpr std::array<std::string_view, 1> kAll{kMcpSessionNamespace};
+  static constexpr std::array<std::string_view, 2> kAll{kMcpSessionNamespace, kExecutionOwnerNamespace};
   return kAll;
 }
 

@@ -7,12 +7,15 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startServe } from './lib/dorm_process.mjs';
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServe, tempDir } from './lib/dorm_process.mjs';
 
 const ARGS = ['--code-mode', '--fixtures', 'testing', '--engine-workers', '1', '--engine-slots', '2'];
 
-async function connectClient(t, url, { sessionId, protocolVersion, capabilities, elicit } = {}) {
-  const transport = new StreamableHTTPClientTransport(url, sessionId ? { sessionId } : {});
+async function connectClient(t, url, { sessionId, protocolVersion, capabilities, elicit, transportOptions = {} } = {}) {
+  const transport = new StreamableHTTPClientTransport(url, { ...transportOptions, ...(sessionId ? { sessionId } : {}) });
   if (protocolVersion) transport.setProtocolVersion(protocolVersion);
   const client = new Client({ name: 'dorm-e2e-code', version: '1.0.0' }, capabilities ? { capabilities } : {});
   if (elicit) client.setRequestHandler(ElicitRequestSchema, elicit);
@@ -121,7 +124,9 @@ test('code mode: a paused execution survives SIGKILL; resume replays it and ever
 
   const unknown = await resume(again.client, 'exec_00000000-0000-4000-8000-000000000000', 'accept');
   assert.equal(unknown.isError, true);
-  assert.equal(unknown.structuredContent.status, 'execution_not_found');
+  // No owner on record: expired as far as anyone can tell (the original system's answer).
+  assert.equal(unknown.structuredContent.status, 'execution_expired');
+  assert.equal(unknown.structuredContent.ttlMs, 240000);
   assert.equal(unknown.structuredContent.recovery, 're_execute');
 });
 
@@ -141,4 +146,36 @@ test('code mode: an approval nobody answers is declined with approval_timeout, a
   assert.match(outcome.structuredContent.result, /^saw: .*declined tools\.counter_increment \(approval_timeout\)/);
   const count = await execute(client, 'return await tools.counter_get({})');
   assert.equal(count.structuredContent.result, 0);
+});
+
+test('code mode: resume from another session of the same user works through the directory; another user is forbidden', async (t) => {
+  const tokens = join(tempDir(t), 'tokens.json');
+  const sha = (s) => createHash('sha256').update(s).digest('hex');
+  writeFileSync(tokens, JSON.stringify([
+    { sha256: sha('alice-token'), user: 'alice', org: 'acme' },
+    { sha256: sha('mallory-token'), user: 'mallory', org: 'acme' },
+  ]));
+  const { url } = await startServe(t, { extraArgs: [...ARGS, '--auth-tokens', tokens] });
+  const as = (token) => ({ requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  const owner = await connectClient(t, url, { transportOptions: as('alice-token') });
+  const paused = await execute(owner.client, 'await tools.tally({}); return await tools.counter_increment({})');
+  const id = paused.structuredContent.executionId;
+  assert.ok(id, textOf(paused));
+
+  const intruder = await connectClient(t, url, { transportOptions: as('mallory-token') });
+  const forbidden = await resume(intruder.client, id, 'accept');
+  assert.equal(forbidden.isError, true);
+  assert.equal(forbidden.structuredContent.status, 'execution_forbidden');
+  assert.equal(forbidden.structuredContent.recovery, undefined);
+
+  const other = await connectClient(t, url, { transportOptions: as('alice-token') });
+  assert.notEqual(other.transport.sessionId, owner.transport.sessionId);
+  const done = await resume(other.client, id, 'accept');
+  assert.notEqual(done.isError, true, textOf(done));
+  assert.equal(done.structuredContent.result, 1);
+  // Settled: the owner's own resume answers the same outcome; the tool ran once.
+  const again = await resume(owner.client, id, 'accept');
+  assert.equal(again.structuredContent.result, 1);
+  const count = await execute(owner.client, 'return await tools.counter_get({})');
+  assert.equal(count.structuredContent.result, 1);
 });

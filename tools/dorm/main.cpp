@@ -9,6 +9,7 @@
 #ifdef DORM_WITH_BENCH
 #include "bench/boot_bench.hpp"
 #include "bench/engine_bench.hpp"
+#include "bench/execute_bench.hpp"
 #include "bench/eviction_bench.hpp"
 #include "bench/runtime_bench.hpp"
 #include "bench/storage_bench.hpp"
@@ -212,6 +213,20 @@ int main(int argc, char** argv) {
   bench_engine->add_option("--quickjs-dir", engine_bench.quickjs_dir,
                            "A copy of ../shared/peers/quickjs-engine with `npm install` done (omit to skip it)");
   bench_engine->add_option("--worker", engine_bench.worker_path, "The dorm-engine-worker executable");
+  dorm::bench::ExecuteBenchOptions execute_bench;
+  auto* bench_execute = bench_cmd->add_subcommand(
+      "execute", "Code mode in a session: execute against tools/call, paused-execution memory, resume from cold");
+  bench_execute->add_option("--dir", execute_bench.dir, "Directory for the database (default: a temporary one)");
+  bench_execute->add_option("--rounds", execute_bench.rounds, "Interleaved rounds (median over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  bench_execute->add_option("--calls", execute_bench.calls,
+                            "Sequential calls per subject and round (round trips; resumes and live baseline)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
+  bench_execute->add_option("--paused", execute_bench.paused, "Paused executions held at once (memory)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
 #endif
 
   CLI11_PARSE(app, argc, argv);
@@ -231,6 +246,7 @@ int main(int argc, char** argv) {
     if (bench_runtime->parsed()) return dorm::bench::run_runtime_bench(runtime_bench);
     if (bench_boot->parsed()) return dorm::bench::run_boot_bench(boot_bench);
     if (bench_engine->parsed()) return dorm::bench::run_engine_bench(engine_bench);
+    if (bench_execute->parsed()) return dorm::bench::run_execute_bench(execute_bench);
   } catch (const std::exception& e) {
     dorm::log::error("benchmark_failed", {{"error", e.what()}});
     return 1;
