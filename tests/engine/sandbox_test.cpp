@@ -275,6 +275,55 @@ TEST_CASE("sandbox: a slot speaks only for the execution it runs") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("sandbox: a result nested deeper than the host allows is a protocol violation, not a host crash") {
+  // A fake worker answers its one execution (handle 1) with valid JSON nested `depth` deep.
+  // The host checks it without recursion and refuses it past kMaxJsonDepth (1,000); at
+  // 200,000 levels a recursive check would overflow the pool thread's stack.
+  auto dir = std::filesystem::temp_directory_path() / ("dorm-fake-deep-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto answer = [&](std::size_t depth) {
+    std::string json = std::string(depth, '[') + std::string(depth, ']');
+    std::string body;
+    body += '\x16';                                        // completed
+    body += std::string("\x01\x00\x00\x00\x00\x00\x00\x00", 8);  // execution handle 1
+    auto le32 = [](std::uint32_t v) {
+      std::string out(4, '\0');
+      for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+      return out;
+    };
+    body += le32(static_cast<std::uint32_t>(json.size())) + json;
+    auto file = dir / ("answer-" + std::to_string(depth));
+    std::ofstream(file, std::ios::binary) << le32(static_cast<std::uint32_t>(body.size())) + body;
+    auto script = dir / ("worker-" + std::to_string(depth) + ".sh");
+    std::ofstream(script) << "#!/bin/bash\n"
+                             "printf '\\x05\\x00\\x00\\x00\\x10\\x01\\x00\\x00\\x00' >&3\n"
+                             "head -c 4 <&4 >/dev/null\n"
+                             "cat '" << file.string() << "' >&4\n"
+                             "exec sleep 30\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+    return script;
+  };
+  SUBCASE("1,000 levels are accepted") {
+    auto pool = make_pool(1, 1, answer(1000).string());
+    auto rec = std::make_shared<Recorder>();
+    REQUIRE(pool->start(ExecutionRequest{"deep", "return 1", limits(), {}}, rec).ok());
+    REQUIRE(rec->wait_done());
+    REQUIRE(rec->result);
+    CHECK(rec->result->size() == 2000);
+    CHECK(pool->stats().workers_lost == 0);
+  }
+  SUBCASE("200,000 levels kill the worker; the host lives") {
+    auto pool = make_pool(1, 1, answer(200'000).string());
+    auto rec = std::make_shared<Recorder>();
+    REQUIRE(pool->start(ExecutionRequest{"deeper", "return 1", limits(), {}}, rec).ok());
+    REQUIRE(rec->wait_done());
+    CHECK(rec->failure_kind() == FailureKind::engine_crashed);
+    CHECK(rec->failure->second.find("broke the engine protocol") != std::string::npos);
+    CHECK(pool->stats().workers_lost >= 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("sandbox: workers are recycled after their quota of executions") {
   PoolOptions options;
   options.worker_path = DORM_ENGINE_WORKER;
