@@ -22,7 +22,11 @@ class ExecutionOwner : public DurableObject {
         },
         [this](const OwnerGet& get) -> std::string {
           auto record = read();
-          if (!record || record->execution_id != get.execution_id) return "";
+          if (!record) {
+            dispose_empty();  // an id nobody owns leaves nothing behind
+            return "";
+          }
+          if (record->execution_id != get.execution_id) return "";
           if (record->expires_at_ms <= clock().now_ms()) {
             forget();
             return "";

@@ -9,6 +9,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <span>
@@ -137,7 +138,9 @@ struct McpSession::Code::Live {
   // The answer a resumption carries, for the call it paused at.
   std::optional<Answer> answer;
   std::uint32_t answer_seq = 0;
-  bool ended = false;
+  // Set on the session's thread; the engine's observer reads it to drop reports of an
+  // execution that already ended (a cancel's `cancelled`, say) before posting them.
+  std::atomic<bool> ended{false};
   Lease lease;  // a session running code is never evicted
 
   // The first waiter whose call is still open (a client to ask, a stream to log on).
@@ -189,6 +192,7 @@ class McpSession::Code::Observer : public engine::ExecutionObserver {
  private:
   template <class F>
   void post(F fn) {
+    if (auto live = live_.lock(); !live || live->ended) return;
     inbox_.post([code = code_, weak = live_, fn = std::move(fn)] {
       auto live = weak.lock();
       if (live && !live->ended) fn(*code, live);
@@ -649,11 +653,11 @@ void McpSession::Code::continue_paused(Record record, Answer answer, std::option
   }
   engine::Journal journal = read_journal(record);
   engine::OpenEffects open = engine::open_effects(journal);
+  auto live = start(record.id, record.code, std::move(journal), std::move(waiter));
+  if (!live) return;  // the engine refused it (full queue): still paused, resumable again
   record.state = "running";
   write_record(record, nullptr);
   session_.del(std::string(kAnswerPrefix) + record.id).value_or_throw();
-  auto live = start(record.id, record.code, std::move(journal), waiter);
-  if (!live) return;
   live->answer = std::move(answer);
   live->answer_seq = record.pause.seq;
   // The calls the journal left open were made before the pause and never answered: the

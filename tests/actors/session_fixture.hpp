@@ -37,11 +37,12 @@ struct SessionFixture : RuntimeFixture {
   mcp::ToolRegistry tools;
   const Identity alice{"alice", "acme"};
 
-  SessionFixture() {
+  // register_now: false leaves add_namespace() to the caller (to set options first).
+  explicit SessionFixture(bool register_now = true) {
     REQUIRE(actors::register_fixtures(tools, "testing").ok());
     options.tools = &tools;
     options.page_size = 2;
-    add_namespace();
+    if (register_now) add_namespace();
   }
   void add_namespace() { REQUIRE(actors::register_mcp_session(*runtime, options).ok()); }
   void restart() {

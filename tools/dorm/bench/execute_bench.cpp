@@ -71,15 +71,19 @@ constexpr std::chrono::hours kNoExpiry{24};
 
 const std::string kTrivial = "return 1";
 // The memory figure's paused execution: one tool call, then a pause for approval.
-const std::string kPauseAfterOne = "await tools.tally({}); return await tools.counter_increment({})";
+const std::string kPauseAfterOne =
+    "await tools.tally({}); return await tools.counter_increment({})";
 // A 20-call journal and a pause; resumed with accept, it returns [last tally, counter].
 const std::string kPauseAfterTwenty =
     "let t = 0; for (let i = 0; i < 20; i++) t = await tools.tally({}); "
     "const c = await tools.counter_increment({}); return [t, c];";
 // The same 20 calls, live to the end.
-const std::string kLiveTwenty = "let t = 0; for (let i = 0; i < 20; i++) t = await tools.tally({}); return t;";
+const std::string kLiveTwenty =
+    "let t = 0; for (let i = 0; i < 20; i++) t = await tools.tally({}); return t;";
 
-[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what);
+}
 
 template <class T>
 T must(Result<T> r, const char* what) {
@@ -102,6 +106,23 @@ std::string json_string(const std::string& text) {
   rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
   w.String(text.c_str(), static_cast<rapidjson::SizeType>(text.size()));
   return buffer.GetString();
+}
+
+// `prefix` followed by `n`. (Built in two steps: `"x" + std::to_string(n)` trips GCC 12's
+// false -Wrestrict in release builds.)
+std::string numbered(const char* prefix, long n) {
+  std::string s = prefix;
+  s += std::to_string(n);
+  return s;
+}
+
+// "[a,b]"
+std::string pair_json(long a, long b) {
+  std::string s = numbered("[", a);
+  s += ',';
+  s += std::to_string(b);
+  s += ']';
+  return s;
 }
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
@@ -171,9 +192,10 @@ class SessionClient {
   }
 
   // tools/call `tool` with `arguments_json`; returns the CallToolResult (and the time).
-  Reply call_tool(const std::string& session, const std::string& tool, const std::string& arguments_json) {
+  Reply call_tool(const std::string& session, const std::string& tool,
+                  const std::string& arguments_json) {
     std::int64_t id = ++next_id_;
-    std::string body = R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+    std::string body = numbered(R"({"jsonrpc":"2.0","id":)", id) +
                        R"(,"method":"tools/call","params":{"name":)" + json_string(tool) +
                        R"(,"arguments":)" + arguments_json + "}}";
     Reply r = call(mcp::SessionCall::Kind::post, session, body, id);
@@ -196,7 +218,8 @@ class SessionClient {
   Reply call(mcp::SessionCall::Kind kind, const std::string& session, const std::string& body,
              std::int64_t id) {
     auto parsed = mcp::parse_body(body);
-    if (!std::holds_alternative<mcp::ParsedBody>(parsed)) fail("the benchmark built a bad body: " + body);
+    if (!std::holds_alternative<mcp::ParsedBody>(parsed))
+      fail("the benchmark built a bad body: " + body);
     mcp::SessionCall c;
     c.kind = kind;
     c.session_id = session;
@@ -214,7 +237,8 @@ class SessionClient {
       mcp::StreamBody* stream = r.stream.get();
       stream->attach([arrival, stream] { arrival->read(*stream); });
     });
-    auto handle = must(runtime_.get(runtime_.id_from_name(actors::kMcpSessionNamespace, session)), "session handle");
+    auto handle = must(runtime_.get(runtime_.id_from_name(actors::kMcpSessionNamespace, session)),
+                       "session handle");
     auto sent = Clock::now();
     runtime_.send(handle, std::move(c));
     if (arrived.wait_for(std::chrono::minutes(2)) != std::future_status::ready) {
@@ -225,25 +249,27 @@ class SessionClient {
     out.ms = ms_between(sent, arrival->at);
     out.body = arrival->body;
     if (arrival->status != 200 || arrival->aborted) {
-      fail("HTTP " + std::to_string(arrival->status) + (arrival->aborted ? " (stream aborted)" : "") +
+      fail(numbered("HTTP ", arrival->status) + (arrival->aborted ? " (stream aborted)" : "") +
            " for " + body + ": " + out.body);
     }
     // The SSE events' data lines; the one answering `id` is the reply.
     std::size_t at = 0;
     while ((at = out.body.find("data: ", at)) != std::string::npos) {
       auto end = out.body.find('\n', at);
-      std::string data = out.body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+      std::string data =
+          out.body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
       at = end;
       if (data.empty()) continue;  // a priming event
       rapidjson::Document doc;
       doc.Parse(data.c_str());
-      if (doc.HasParseError() || !doc.IsObject()) fail("unparsable event in the answer to " + body + ": " + data);
+      if (doc.HasParseError() || !doc.IsObject())
+        fail("unparsable event in the answer to " + body + ": " + data);
       if (doc.HasMember("id") && doc["id"].IsInt64() && doc["id"].GetInt64() == id) {
         out.message = std::move(doc);
         return out;
       }
     }
-    fail("no response to request " + std::to_string(id) + " in: " + out.body);
+    fail(numbered("no response to request ", id) + " in: " + out.body);
   }
 
   Runtime& runtime_;
@@ -254,7 +280,8 @@ class SessionClient {
 
 const rapidjson::Value& structured(const Reply& r, const char* what) {
   const auto& result = r.message["result"];
-  if (result.HasMember("isError") && result["isError"].IsTrue()) fail(std::string(what) + " failed: " + r.body);
+  if (result.HasMember("isError") && result["isError"].IsTrue())
+    fail(std::string(what) + " failed: " + r.body);
   if (!result.HasMember("structuredContent") || !result["structuredContent"].IsObject()) {
     fail(std::string(what) + " answered without structuredContent: " + r.body);
   }
@@ -264,8 +291,9 @@ const rapidjson::Value& structured(const Reply& r, const char* what) {
 // An execution that completed with `expected` (compact JSON) as its value.
 void expect_completed(const Reply& r, const std::string& expected, const char* what) {
   const auto& s = structured(r, what);
-  if (!s.HasMember("status") || !s["status"].IsString() || std::string(s["status"].GetString()) != "completed" ||
-      !s.HasMember("result") || compact(s["result"]) != expected) {
+  if (!s.HasMember("status") || !s["status"].IsString() ||
+      std::string(s["status"].GetString()) != "completed" || !s.HasMember("result") ||
+      compact(s["result"]) != expected) {
     fail(std::string(what) + ": expected completed with " + expected + ", got " + r.body);
   }
 }
@@ -274,8 +302,8 @@ void expect_completed(const Reply& r, const std::string& expected, const char* w
 std::string expect_paused(const Reply& r, const char* what) {
   const auto& s = structured(r, what);
   if (!s.HasMember("status") || !s["status"].IsString() ||
-      std::string(s["status"].GetString()) != "waiting_for_interaction" || !s.HasMember("executionId") ||
-      !s["executionId"].IsString()) {
+      std::string(s["status"].GetString()) != "waiting_for_interaction" ||
+      !s.HasMember("executionId") || !s["executionId"].IsString()) {
     fail(std::string(what) + ": expected waiting_for_interaction, got " + r.body);
   }
   return s["executionId"].GetString();
@@ -283,9 +311,11 @@ std::string expect_paused(const Reply& r, const char* what) {
 
 void expect_echo(const Reply& r, const std::string& text) {
   const auto& result = r.message["result"];
-  bool ok = !(result.HasMember("isError") && result["isError"].IsTrue()) && result.HasMember("content") &&
-            result["content"].IsArray() && result["content"].Size() == 1 && result["content"][0].HasMember("text") &&
-            result["content"][0]["text"].IsString() && text == result["content"][0]["text"].GetString();
+  bool ok = !(result.HasMember("isError") && result["isError"].IsTrue()) &&
+            result.HasMember("content") && result["content"].IsArray() &&
+            result["content"].Size() == 1 && result["content"][0].HasMember("text") &&
+            result["content"][0]["text"].IsString() &&
+            text == result["content"][0]["text"].GetString();
   if (!ok) fail("echo of " + text + " answered " + r.body);
 }
 
@@ -308,25 +338,42 @@ std::vector<BenchSession> open_sessions(SessionClient& client, const char* prefi
   return out;
 }
 
-// Pauses kPauseAfterTwenty in `s`; returns the id and the value its resumption must return.
-std::pair<std::string, std::string> pause_twenty(SessionClient& client, BenchSession& s) {
-  std::string id = expect_paused(client.execute(s.id, kPauseAfterTwenty), "execute (20 tally calls, then pause)");
+// A kPauseAfterTwenty execution, paused.
+struct PausedTwenty {
+  std::string id;
+  long tally = 0;  // the last tally it saw: the journal keeps it across the resume
+};
+
+PausedTwenty pause_twenty(SessionClient& client, BenchSession& s) {
+  std::string id = expect_paused(client.execute(s.id, kPauseAfterTwenty),
+                                 "execute (20 tally calls, then pause)");
   s.tally += 20;
-  return {id, "[" + std::to_string(s.tally) + "," + std::to_string(s.counter + 1) + "]"};
+  return {id, s.tally};
+}
+
+// Resumes `p` in `s` with accept: it must return [its tally, the session's next counter].
+Reply resume_twenty(SessionClient& client, BenchSession& s, const PausedTwenty& p,
+                    const char* what) {
+  Reply r = client.resume_accept(s.id, p.id);
+  ++s.counter;
+  expect_completed(r, pair_json(p.tally, s.counter), what);
+  return r;
 }
 
 // Reads both counters through code and compares them with what the benchmark counted: a
 // replay that ran a tool again, or a lost call, shows here.
 void check_counters(SessionClient& client, const BenchSession& s) {
-  std::string expected = "[" + std::to_string(s.tally) + "," + std::to_string(s.counter) + "]";
-  expect_completed(client.execute(s.id, "return [await tools.counter_get({name: 'tally'}), await tools.counter_get({})]"),
-                   expected, "the counters after the run");
+  std::string expected = pair_json(s.tally, s.counter);
+  expect_completed(
+      client.execute(
+          s.id, "return [await tools.counter_get({name: 'tally'}), await tools.counter_get({})]"),
+      expected, "the counters after the run");
 }
 
 // ---- memory ----
 
 double rss_mib_of(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::ifstream status(numbered("/proc/", pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
@@ -369,27 +416,31 @@ std::string with_commas(long n) {
 }  // namespace
 
 int run_execute_bench(const ExecuteBenchOptions& o) {
-  if (o.rounds < 1 || o.calls < 1 || o.paused < 1) fail("--rounds, --calls and --paused must be at least 1");
+  if (o.rounds < 1 || o.calls < 1 || o.paused < 1)
+    fail("--rounds, --calls and --paused must be at least 1");
   bool temporary = o.dir.empty();
-  fs::path root = temporary ? fs::temp_directory_path() / ("dorm-bench-execute-" + std::to_string(getpid()))
+  fs::path root = temporary ? fs::temp_directory_path() / numbered("dorm-bench-execute-", getpid())
                             : fs::path(o.dir);
   fs::path db_dir = root / "execute";
   fs::remove_all(db_dir);
   fs::create_directories(db_dir);
   unsigned cores = std::thread::hardware_concurrency();
   std::printf(
-      "dorm bench execute: %d rounds, %d sequential calls per subject and round, %d paused executions; "
+      "dorm bench execute: %d rounds, %d sequential calls per subject and round, %d paused "
+      "executions; "
       "%u cores, load average %s; data in %s\n",
       o.rounds, o.calls, o.paused, cores, load_average().c_str(), db_dir.c_str());
   std::fflush(stdout);
 
   // Declared in the order they must outlive each other: the runtime stops first.
-  auto backend = must(storage::RocksDbBackend::open(db_dir.string(), storage::Durability::process), "open RocksDB");
+  auto backend = must(storage::RocksDbBackend::open(db_dir.string(), storage::Durability::process),
+                      "open RocksDB");
   engine::PoolOptions pool_options;  // dorm serve's defaults: a worker per core, 4 slots each
   pool_options.worker_path = engine::default_worker_path();
   pool_options.workers = 0;
   pool_options.slots_per_worker = 4;
-  if (pool_options.worker_path.empty()) fail("dorm-engine-worker was not found next to dorm or in ../engine");
+  if (pool_options.worker_path.empty())
+    fail("dorm-engine-worker was not found next to dorm or in ../engine");
   auto pool = must(engine::Pool::create(pool_options), "engine pool");
   mcp::ToolRegistry tools;
   must(actors::register_fixtures(tools, "testing"), "testing fixtures");
@@ -414,9 +465,7 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
       expect_echo(client.call_tool(warm[0].id, "echo", R"({"text":"warm"})"), "warm");
     }
     for (int i = 0; i < 5; ++i) {
-      auto [id, expected] = pause_twenty(client, warm[0]);
-      expect_completed(client.resume_accept(warm[0].id, id), expected, "warm-up resume");
-      ++warm[0].counter;
+      resume_twenty(client, warm[0], pause_twenty(client, warm[0]), "warm-up resume");
     }
     check_counters(client, warm[0]);
   }
@@ -429,11 +478,10 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
     // Each session runs every path once before the idle reading, so what follows is the
     // paused executions and nothing a session costs anyway.
     for (auto& s : sessions) {
-      expect_completed(client.execute(s.id, kLiveTwenty), std::to_string(s.tally + 20), "memory warm-up execute");
+      expect_completed(client.execute(s.id, kLiveTwenty), std::to_string(s.tally + 20),
+                       "memory warm-up execute");
       s.tally += 20;
-      auto [id, expected] = pause_twenty(client, s);
-      expect_completed(client.resume_accept(s.id, id), expected, "memory warm-up resume");
-      ++s.counter;
+      resume_twenty(client, s, pause_twenty(client, s), "memory warm-up resume");
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
     idle = read_memory(*pool, *backend);
@@ -441,17 +489,20 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
     auto start = Clock::now();
     for (int i = 0; i < o.paused; ++i) {
       auto& s = sessions[static_cast<std::size_t>(i) % sessions.size()];
-      ids.insert(expect_paused(client.execute(s.id, kPauseAfterOne), "execute (1 tally call, then pause)"));
+      ids.insert(expect_paused(client.execute(s.id, kPauseAfterOne),
+                               "execute (1 tally call, then pause)"));
       ++s.tally;
     }
     pause_seconds = seconds_since(start);
     if (ids.size() != static_cast<std::size_t>(o.paused)) fail("paused executions share ids");
     std::this_thread::sleep_for(std::chrono::seconds(1));
     held = read_memory(*pool, *backend);
-    for (const auto& s : sessions) check_counters(client, s);  // tally ran once each; nothing approved
-    std::printf("memory: idle %.1f MiB, with %s paused executions %.1f MiB (+%.1f MiB; paused in %.1f s)\n",
-                idle.self_mib, with_commas(o.paused).c_str(), held.self_mib, held.self_mib - idle.self_mib,
-                pause_seconds);
+    for (const auto& s : sessions)
+      check_counters(client, s);  // tally ran once each; nothing approved
+    std::printf(
+        "memory: idle %.1f MiB, with %s paused executions %.1f MiB (+%.1f MiB; paused in %.1f s)\n",
+        idle.self_mib, with_commas(o.paused).c_str(), held.self_mib, held.self_mib - idle.self_mib,
+        pause_seconds);
     std::fflush(stdout);
   }
 
@@ -470,7 +521,7 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
           expect_completed(r, "1", "execute `return 1`");
           exec_ms.push_back(r.ms);
         } else {
-          std::string text = "e" + std::to_string(i);
+          std::string text = numbered("e", i);
           Reply r = client.call_tool(trip[0].id, "echo", R"({"text":)" + json_string(text) + "}");
           expect_echo(r, text);
           echo_ms.push_back(r.ms);
@@ -486,19 +537,18 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
 
     // 3. Pause `calls` executions (not timed), then resume each, alternating with a live
     // execution of the same 20 calls in the same session.
-    std::vector<std::pair<std::string, std::string>> paused;  // id, the value it must return
+    std::vector<PausedTwenty> paused;
     for (int i = 0; i < o.calls; ++i) {
-      paused.push_back(pause_twenty(client, resumers[static_cast<std::size_t>(i) % resumers.size()]));
+      paused.push_back(
+          pause_twenty(client, resumers[static_cast<std::size_t>(i) % resumers.size()]));
     }
     std::vector<double> resume_ms, live_ms;
     for (int i = 0; i < o.calls; ++i) {
       auto& s = resumers[static_cast<std::size_t>(i) % resumers.size()];
       for (int k = 0; k < 2; ++k) {
         if ((i + round + k) % 2 == 0) {
-          const auto& [id, expected] = paused[static_cast<std::size_t>(i)];
-          Reply r = client.resume_accept(s.id, id);
-          expect_completed(r, expected, "resume (20-call journal, then the approved call)");
-          ++s.counter;
+          Reply r = resume_twenty(client, s, paused[static_cast<std::size_t>(i)],
+                                  "resume (20-call journal, then the approved call)");
           resume_ms.push_back(r.ms);
         } else {
           Reply r = client.execute(s.id, kLiveTwenty);
@@ -517,10 +567,12 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
     resume_ratio99.push_back(resume_p99.back() / live_p99.back());
 
     std::printf(
-        "round %d/%d: execute p50 %.3f p99 %.3f ms, tools/call p50 %.3f p99 %.3f ms (p50 ratio %.2f); "
+        "round %d/%d: execute p50 %.3f p99 %.3f ms, tools/call p50 %.3f p99 %.3f ms (p50 ratio "
+        "%.2f); "
         "resume p50 %.3f p99 %.3f ms, live p50 %.3f p99 %.3f ms (p50 ratio %.2f)\n",
-        round, o.rounds, exec_p50.back(), exec_p99.back(), echo_p50.back(), echo_p99.back(), trip_ratio50.back(),
-        resume_p50.back(), resume_p99.back(), live_p50.back(), live_p99.back(), resume_ratio50.back());
+        round, o.rounds, exec_p50.back(), exec_p99.back(), echo_p50.back(), echo_p99.back(),
+        trip_ratio50.back(), resume_p50.back(), resume_p99.back(), live_p50.back(), live_p99.back(),
+        resume_ratio50.back());
     std::fflush(stdout);
   }
   std::string load_after = load_average();
@@ -531,27 +583,33 @@ int run_execute_bench(const ExecuteBenchOptions& o) {
   std::printf("\n| row | p50 ms | p99 ms |\n|---|---:|---:|\n");
   std::printf("| tools/call echo (baseline) | %.3f | %.3f |\n", median(echo_p50), median(echo_p99));
   std::printf("| execute `return 1` | %.3f | %.3f |\n", median(exec_p50), median(exec_p99));
-  std::printf("| ratio execute / tools/call (target p50 <= 3) | %.2f | %.2f |\n", median(trip_ratio50),
-              median(trip_ratio99));
-  std::printf("| execute, 20 tally calls, live (baseline) | %.3f | %.3f |\n", median(live_p50), median(live_p99));
-  std::printf("| resume from cold: replay of 20 journaled calls, then the approved call | %.3f | %.3f |\n",
-              median(resume_p50), median(resume_p99));
-  std::printf("| ratio resume / live | %.2f | %.2f |\n", median(resume_ratio50), median(resume_ratio99));
+  std::printf("| ratio execute / tools/call (target p50 <= 3) | %.2f | %.2f |\n",
+              median(trip_ratio50), median(trip_ratio99));
+  std::printf("| execute, 20 tally calls, live (baseline) | %.3f | %.3f |\n", median(live_p50),
+              median(live_p99));
+  std::printf(
+      "| resume from cold: replay of 20 journaled calls, then the approved call | %.3f | %.3f |\n",
+      median(resume_p50), median(resume_p99));
+  std::printf("| ratio resume / live | %.2f | %.2f |\n", median(resume_ratio50),
+              median(resume_ratio99));
 
   std::string paused_count = with_commas(o.paused);
-  std::printf("\n| memory (RSS after malloc_trim(0), one reading each) | idle, warm | %s paused | above idle |\n"
-              "|---|---:|---:|---:|\n",
-              paused_count.c_str());
-  std::printf("| this process, MiB (target above idle <= 64) | %.1f | %.1f | %+.1f |\n", idle.self_mib,
-              held.self_mib, held.self_mib - idle.self_mib);
-  std::printf("| of which RocksDB memtables, MiB | %.1f | %.1f | %+.1f |\n", idle.memtables_mib, held.memtables_mib,
-              held.memtables_mib - idle.memtables_mib);
-  std::printf("| engine workers together, MiB | %.1f | %.1f | %+.1f |\n", idle.workers_mib, held.workers_mib,
-              held.workers_mib - idle.workers_mib);
-  std::printf("(%.1f KiB of this process per paused execution; %s paused over %d sessions in %.1f s; "
-              "load average at the end %s)\n",
-              (held.self_mib - idle.self_mib) * 1024.0 / o.paused, paused_count.c_str(),
-              std::min(kMemorySessions, o.paused), pause_seconds, load_after.c_str());
+  std::printf(
+      "\n| memory (RSS after malloc_trim(0), one reading each) | idle, warm | %s paused | above "
+      "idle |\n"
+      "|---|---:|---:|---:|\n",
+      paused_count.c_str());
+  std::printf("| this process, MiB (target above idle <= 64) | %.1f | %.1f | %+.1f |\n",
+              idle.self_mib, held.self_mib, held.self_mib - idle.self_mib);
+  std::printf("| RocksDB memtables (inside this process), MiB | %.1f | %.1f | %+.1f |\n",
+              idle.memtables_mib, held.memtables_mib, held.memtables_mib - idle.memtables_mib);
+  std::printf("| engine workers together, MiB | %.1f | %.1f | %+.1f |\n", idle.workers_mib,
+              held.workers_mib, held.workers_mib - idle.workers_mib);
+  std::printf(
+      "(%.1f KiB of this process per paused execution; %s paused over %d sessions in %.1f s; "
+      "load average at the end %s)\n",
+      (held.self_mib - idle.self_mib) * 1024.0 / o.paused, paused_count.c_str(),
+      std::min(kMemorySessions, o.paused), pause_seconds, load_after.c_str());
 
   runtime.reset();
   pool.reset();

@@ -1,0 +1,216 @@
+// Code mode in the session object on virtual time, with a real engine pool: the engine's
+// callbacks come back through the runtime's Inbox queue, which these tests deliver on
+// their own thread. Pausing to storage, resuming by replay after crash(), the approval
+// alarm, a resumption cut short by a crash, and the owner directory's expiry.
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+#include "dorm/actors/code_mode.hpp"
+#include "dorm/engine/pool.hpp"
+#include "session_fixture.hpp"
+
+using namespace dorm;
+using namespace dorm::testing;
+
+namespace {
+
+struct CodeFixture : SessionFixture {
+  std::unique_ptr<engine::Pool> pool;
+  actors::CodeModeOptions code;
+
+  CodeFixture() : SessionFixture(/*register_now=*/false) {
+    engine::PoolOptions p;
+    p.worker_path = DORM_ENGINE_WORKER;
+    p.workers = 1;
+    p.slots_per_worker = 2;
+    auto created = engine::Pool::create(p);
+    REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+    pool = std::move(created).value();
+    code.pool = pool.get();
+    REQUIRE(actors::enable_code_mode(tools, options, code).ok());
+    add_namespace();
+  }
+  ~CodeFixture() { stop(); }
+
+  void crash_and_start() {
+    runtime->crash();
+    start();
+    add_namespace();
+  }
+
+  // Runs the runtime, delivering the engine's posts, until the response is complete
+  // (bounded: 30 s of real time).
+  HttpResponse finish(const std::shared_ptr<std::optional<HttpResponse>>& answer) {
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      runtime->run_until_idle();
+      if (answer->has_value()) {
+        auto& res = **answer;
+        if (read(res).over) return res;
+      }
+      REQUIRE(std::chrono::steady_clock::now() < give_up);
+      runtime->wait_for_posts(std::chrono::milliseconds(100));
+    }
+  }
+
+  // One tools/call, run to its result; returns the result object.
+  rapidjson::Document tool(const std::string& session, const std::string& name, const std::string& args_json,
+                           int id = 1) {
+    SessionCall c;
+    c.kind = SessionCall::Kind::post;
+    c.session_id = session;
+    c.caller = alice;
+    c.messages = messages(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                          R"(,"method":"tools/call","params":{"name":")" + name + R"(","arguments":)" + args_json +
+                          "}}");
+    auto answer = std::make_shared<std::optional<HttpResponse>>();
+    send(std::move(c), answer);
+    auto res = finish(answer);
+    auto all = events(res);
+    REQUIRE_FALSE(all.empty());
+    rapidjson::Document out;
+    REQUIRE(all.back().HasMember("result"));
+    out.CopyFrom(all.back()["result"], out.GetAllocator());
+    return out;
+  }
+
+  rapidjson::Document execute(const std::string& session, const std::string& code_text, int id = 1) {
+    rapidjson::StringBuffer buffer;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+    w.StartObject();
+    w.Key("code");
+    w.String(code_text.c_str());
+    w.EndObject();
+    return tool(session, "execute", buffer.GetString(), id);
+  }
+
+  rapidjson::Document resume(const std::string& session, const std::string& execution, const std::string& action,
+                             int id = 1) {
+    return tool(session, "resume", R"({"executionId":")" + execution + R"(","action":")" + action + R"("})", id);
+  }
+};
+
+std::string compact_json(const rapidjson::Value& value) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  value.Accept(w);
+  return buffer.GetString();
+}
+
+std::string status_of(const rapidjson::Document& result) { return result["structuredContent"]["status"].GetString(); }
+
+// The counters as [counter, tally], read by code.
+std::string counters(CodeFixture& f, const std::string& session, int id) {
+  auto r = f.execute(session, R"(return [await tools.counter_get({}), await tools.counter_get({name: "tally"})])", id);
+  REQUIRE(status_of(r) == "completed");
+  return compact_json(r["structuredContent"]["result"]);
+}
+
+}  // namespace
+
+TEST_CASE("code mode: a paused execution survives crash(); resume replays it and each tool ran once") {
+  CodeFixture f;
+  const std::string s = "s-code-crash-00001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto paused = f.execute(s, "const n = await tools.tally({}); const c = await tools.counter_increment({}); return [n, c]");
+  REQUIRE(status_of(paused) == "waiting_for_interaction");
+  const std::string id = paused["structuredContent"]["executionId"].GetString();
+  CHECK(std::string(paused["structuredContent"]["interaction"]["address"].GetString()) == "counter_increment");
+  // Nothing ran past the pause.
+  CHECK(counters(f, s, 2) == "[0,1]");
+
+  f.crash_and_start();
+  auto done = f.resume(s, id, "accept", 3);
+  REQUIRE(status_of(done) == "completed");
+  CHECK(compact_json(done["structuredContent"]["result"]) == "[1,1]");
+  CHECK(counters(f, s, 4) == "[1,1]");
+  // Settled: a second resume answers the same outcome and runs nothing.
+  auto again = f.resume(s, id, "accept", 5);
+  CHECK(compact_json(again["structuredContent"]["result"]) == "[1,1]");
+  CHECK(counters(f, s, 6) == "[1,1]");
+  f.expected_active = 1;
+}
+
+TEST_CASE("code mode: a decline rejects the paused call; the code catches it and the tool never runs") {
+  CodeFixture f;
+  const std::string s = "s-code-decline-001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto paused = f.execute(s, "try { await tools.counter_increment({}); return 'ran' } catch (e) { return e.message }");
+  const std::string id = paused["structuredContent"]["executionId"].GetString();
+  auto done = f.resume(s, id, "decline", 2);
+  REQUIRE(status_of(done) == "completed");
+  CHECK(std::string(done["structuredContent"]["result"].GetString()) == "the user declined tools.counter_increment");
+  CHECK(counters(f, s, 3) == "[0,0]");
+  f.expected_active = 1;
+}
+
+TEST_CASE("code mode: the approval alarm declines with approval_timeout at the deadline; the directory forgets it") {
+  CodeFixture f;
+  const std::string s = "s-code-timeout-001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto paused = f.execute(s, "try { await tools.counter_increment({}); return 'ran' } catch (e) { return e.message }");
+  REQUIRE(status_of(paused) == "waiting_for_interaction");
+  const std::string id = paused["structuredContent"]["executionId"].GetString();
+  const std::int64_t ttl = paused["structuredContent"]["ttlMs"].GetInt64();
+  CHECK(ttl == 240'000);
+  const std::int64_t start = f.clock.now_ms();
+  f.run_until(start + ttl - 1);
+  // A resume one millisecond before the deadline would still be in time; the alarm has
+  // not fired. (Not sent: it would accept.)
+  f.run_until(start + ttl);
+  // The alarm's continuation runs in the engine; a resume joins it or reads its outcome.
+  auto done = f.resume(s, id, "accept", 2);
+  REQUIRE(status_of(done) == "completed");
+  CHECK(std::string(done["structuredContent"]["result"].GetString()) ==
+        "the user declined tools.counter_increment (approval_timeout)");
+  CHECK(counters(f, s, 3) == "[0,0]");
+  // Settled, so the owner directory dropped the id: another session of the same user
+  // finds no owner, and it answers execution_expired.
+  const std::string other = "s-code-timeout-002";
+  REQUIRE(f.initialize(other).status == 200);
+  auto elsewhere = f.resume(other, id, "accept", 2);
+  CHECK(elsewhere["isError"].GetBool());
+  CHECK(status_of(elsewhere) == "execution_expired");
+  f.expected_active = 2;
+}
+
+TEST_CASE("code mode: a resumption cut short by a crash settles as an error; the approved tool never runs twice") {
+  CodeFixture f;
+  const std::string s = "s-code-cut-000001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto paused = f.execute(s, "await tools.counter_increment({}); await tools.ask({method: 'ping'}); return 'finished'");
+  const std::string id = paused["structuredContent"]["executionId"].GetString();
+  // Resume: the approved increment runs and commits, then the code waits for the client
+  // (a ping it sends on the resume call's stream, never answered here).
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"resume","arguments":{"executionId":")" +
+                        id + R"(","action":"accept"}}})");
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(c), answer);
+  // Until the ping is on the stream: the increment before it has committed.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    f.runtime->run_until_idle();
+    if (answer->has_value()) {
+      read(**answer);
+      if ((*answer)->body.find(R"("method":"ping")") != std::string::npos) break;
+    }
+    REQUIRE(std::chrono::steady_clock::now() < give_up);
+    f.runtime->wait_for_posts(std::chrono::milliseconds(100));
+  }
+  f.crash_and_start();
+  // The reaper answered the killed resume call; a new resume cannot know what happened
+  // after the approval, so it reports an error instead of running it again.
+  auto after = f.resume(s, id, "accept", 3);
+  REQUIRE(status_of(after) == "error");
+  CHECK(std::string(after["structuredContent"]["error"].GetString()).find("interrupted") != std::string::npos);
+  CHECK(counters(f, s, 4) == "[1,0]");
+  auto repeat = f.resume(s, id, "accept", 5);
+  CHECK(status_of(repeat) == "error");
+  CHECK(counters(f, s, 6) == "[1,0]");
+  f.expected_active = 1;
+}
