@@ -281,8 +281,6 @@ std::string McpSession::Code::Record::to_json() const {
   w.StartObject();
   w.Key("executionId");
   w.String(id.c_str());
-  w.Key("code");
-  w.String(code.data(), static_cast<rapidjson::SizeType>(code.size()));
   w.Key("state");
   w.String(state.c_str());
   w.Key("pause");
@@ -323,13 +321,11 @@ std::optional<McpSession::Code::Record> McpSession::Code::Record::from_json(std:
   const rapidjson::Value* seq = member(*pause, "seq");
   const rapidjson::Value* args = member(*pause, "args");
   auto id = str(doc, "executionId");
-  auto code = str(doc, "code");
   auto state = str(doc, "state");
   auto path = str(*pause, "path");
-  if (!id || !code || !state || !path || !seq || !seq->IsUint() || !args) return std::nullopt;
+  if (!id || !state || !path || !seq || !seq->IsUint() || !args) return std::nullopt;
   Record r;
   r.id = *id;
-  r.code = *code;
   r.state = *state;
   r.pause = engine::ToolCallEntry{seq->GetUint(), *path, compact(*args)};
   r.expires_at_ms = expires->GetInt64();
@@ -355,7 +351,12 @@ void McpSession::Code::write_record(const Record& record, const engine::Journal*
   }
   Record r = record;
   if (journal) {
-    std::string bytes;
+    // The code (up to the engine's 1 MiB) and the journal, chunked: either may pass the
+    // storage value limit alone.
+    std::string bytes(4, '\0');
+    const auto code_size = static_cast<std::uint32_t>(r.code.size());
+    for (int i = 0; i < 4; ++i) bytes[i] = static_cast<char>((code_size >> (8 * i)) & 0xff);
+    bytes += r.code;
     engine::wire::encode_journal(*journal, bytes);
     r.chunks = 0;
     for (std::size_t at = 0; at < bytes.size(); at += kChunkBytes) {
@@ -365,15 +366,23 @@ void McpSession::Code::write_record(const Record& record, const engine::Journal*
   session_.put(std::string(kRecordPrefix) + r.id, r.to_json()).value_or_throw();
 }
 
-engine::Journal McpSession::Code::read_journal(const Record& record) {
+engine::Journal McpSession::Code::read_journal(Record& record) {
   std::string bytes;
   for (std::uint32_t n = 0; n < record.chunks; ++n) {
     auto chunk = session_.get(chunk_key(record.id, n)).value_or_throw();
     if (!chunk) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + record.id + ": journal chunk missing"});
     bytes += *chunk;
   }
-  auto journal = engine::wire::decode_journal(
-      std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+  std::uint32_t code_size = 0;
+  for (int i = 0; i < 4 && static_cast<std::size_t>(i) < bytes.size(); ++i) {
+    code_size |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  }
+  if (bytes.size() < 4 || bytes.size() - 4 < code_size) {
+    throw ErrorException(Error{ErrorCode::corruption, "paused execution " + record.id + ": payload truncated"});
+  }
+  record.code = bytes.substr(4, code_size);
+  auto journal = engine::wire::decode_journal(std::span<const std::uint8_t>(
+      reinterpret_cast<const std::uint8_t*>(bytes.data()) + 4 + code_size, bytes.size() - 4 - code_size));
   if (!journal) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + record.id + ": " + journal.error().message});
   return std::move(journal).value();
 }
@@ -423,7 +432,7 @@ void McpSession::Code::store_settled(const std::string& id, const mcp::ToolResul
   w.EndObject();
   auto stored = session_.put(std::string(kSettledPrefix) + id, buffer.GetString());
   if (!stored && is_input_error(stored.error().code)) {
-    // Too large to keep: a repeated resume answers "already settled" instead.
+    // Too large to keep: a repeated resume then finds no owner and answers execution_expired.
     log::warn("execution_outcome_not_kept", {{"session", session_.session_id_}, {"execution", id},
                                              {"error", stored.error().message}});
     return;
@@ -671,7 +680,12 @@ void McpSession::Code::continue_paused(Record record, Answer answer, std::option
 bool McpSession::Code::on_alarm(const AlarmInfo& info) {
   if (!info.name.starts_with(kApprovalAlarmPrefix)) return false;
   const std::string id = info.name.substr(kApprovalAlarmPrefix.size());
-  if (live_.count(id)) return true;  // running here already: its own outcome settles it
+  if (live_.count(id)) {
+    // Running here already: its own outcome settles it. The alarm stays armed, so a record
+    // left `running` by an activation that dies meanwhile is still settled some day.
+    session_.set_alarm(info.name, session_.clock().now_ms() + options_.approval_timeout.count()).value_or_throw();
+    return true;
+  }
   auto record = read_record(id);
   if (!record) return true;
   Answer answer{"decline", R"({"reason":"approval_timeout"})"};
@@ -750,6 +764,7 @@ void McpSession::Code::ask_approval(const std::shared_ptr<Live>& live, const eng
                                    std::string why = action == "decline" ? "declined" : "cancelled";
                                    if (reply.kind == mcp::ClientReply::Kind::timeout) why = "did not answer the approval for";
                                    deliver(l, call.seq, false, "the user " + why + " tools." + call.path);
+                                   maybe_pause(l);
                                  });
     if (asked) return;
     --live->busy;  // the client cannot be asked inline (no elicitation): pause instead
@@ -763,10 +778,16 @@ void McpSession::Code::run_tool(const std::shared_ptr<Live>& live, const engine:
   ++live->busy;
   std::weak_ptr<Live> weak = live;
   auto context = std::make_shared<CodeCall>(session_, call.args_json, live->caller(),
-                                            [this, weak, seq = call.seq](const mcp::ToolResult& result) {
+                                            [this, weak, seq = call.seq, &entry](const mcp::ToolResult& result) {
                                               auto l = weak.lock();
                                               if (!l || l->ended) return;
                                               --l->busy;
+                                              if (auto fits = session_.options_.tools->check_structured(entry, result); !fits) {
+                                                log::error("tool_output_schema_mismatch",
+                                                           {{"session", session_.session_id_}, {"error", fits.error().message}});
+                                                deliver(l, seq, false, fits.error().message);
+                                                return maybe_pause(l);
+                                              }
                                               auto [ok, value] = value_for_code(result);
                                               deliver(l, seq, ok, std::move(value));
                                               maybe_pause(l);

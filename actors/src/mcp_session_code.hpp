@@ -3,8 +3,9 @@
 // resuming by replay. Internal to actors/src.
 //
 // Storage layout, under the session's keys:
-//   x/r/<execution id>       the paused execution's record (JSON: code, pause point, deadline, state)
-//   x/j/<execution id>/<n>   its journal, in the engine's encoding, in chunks of at most 64 KiB
+//   x/r/<execution id>       the paused execution's record (JSON: pause point, deadline, state)
+//   x/j/<execution id>/<n>   its code and journal (u32 code length, code, the journal in the
+//                            engine's encoding), in chunks of at most 64 KiB
 //   x/o/<execution id>       a resumed execution's final result (the last `settled_kept`)
 //   approval-response:<id>   an answer recorded for a paused execution, taken when it resumes
 //   c/<key>                  tools.storage.* (JSON values)
@@ -108,7 +109,8 @@ class McpSession::Code {
   std::optional<Record> read_record(const std::string& id);
   void write_record(const Record& record, const engine::Journal* journal);
   void delete_record(const std::string& id);
-  engine::Journal read_journal(const Record& record);
+  // The stored code (into record.code) and journal.
+  engine::Journal read_journal(Record& record);
   std::optional<mcp::ToolResult> read_settled(const std::string& id);
   void store_settled(const std::string& id, const mcp::ToolResult& result);
   std::optional<Answer> take_answer(const std::string& id);

@@ -36,7 +36,7 @@ struct CodeModeOptions {
   engine::Pool* pool = nullptr;
   // Per execution (engine/limits.hpp).
   engine::Limits limits;
-  // How long a paused execution waits for `resume` (or the browser) before its approval
+  // How long a paused execution waits for `resume` before its approval
   // is declined with reason approval_timeout. The original system's window: 4 minutes.
   std::chrono::milliseconds approval_timeout{4 * 60 * 1000};
   // Outcomes of resumed executions kept per session, so a repeated `resume` of a settled

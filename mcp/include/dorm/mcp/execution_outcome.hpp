@@ -123,7 +123,7 @@ std::string iso8601_utc(std::int64_t unix_ms);
 
 // Why `resume` could not continue an execution.
 enum class ResumeUnavailable {
-  execution_not_found,        // unknown id: expired and forgotten, or never issued
+  execution_not_found,        // the id cannot be looked up (no directory to ask)
   execution_expired,          // its approval window passed
   execution_forbidden,        // it belongs to another user
   execution_already_settled,  // it finished already; its result is not kept for replay
