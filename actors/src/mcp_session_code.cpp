@@ -141,6 +141,9 @@ struct McpSession::Code::Live {
   // Set on the session's thread; the engine's observer reads it to drop reports of an
   // execution that already ended (a cancel's `cancelled`, say) before posting them.
   std::atomic<bool> ended{false};
+  // Paused, and its isolate kept for the warm window: a resume in that window continues it
+  // without a replay. Its record is stored all the same (a crash meanwhile loses nothing).
+  bool warm = false;
   Lease lease;  // a session running code is never evicted
 
   // The first waiter whose call is still open (a client to ask, a stream to log on).
@@ -151,6 +154,8 @@ struct McpSession::Code::Live {
     return nullptr;
   }
 };
+
+bool McpSession::Code::is_warm(const Live& live) { return live.warm; }
 
 // Engine callbacks arrive on the pool's thread; each becomes a turn of the session. A
 // post that outlives the activation is dropped, so `code` is valid whenever one runs.
@@ -498,17 +503,48 @@ std::shared_ptr<McpSession::Code::Live> McpSession::Code::start(const std::strin
   }
   live->exec = std::move(exec).value();
   live_[id] = live;
-  if (waiter && waiter->call) {
-    std::weak_ptr<Live> weak = live;
-    waiter->call->on_cancel = [this, weak] {
-      // The client gave up on this call; the execution stops when no one waits for it.
-      auto l = weak.lock();
-      if (!l || l->ended || l->caller()) return;
-      stop_live(*l);
-      live_.erase(l->id);
-    };
-  }
+  if (waiter) watch_cancel(live, *waiter);
   return live;
+}
+
+void McpSession::Code::watch_cancel(const std::shared_ptr<Live>& live, const Waiter& waiter) {
+  if (!waiter.call) return;
+  std::weak_ptr<Live> weak = live;
+  waiter.call->on_cancel = [this, weak] {
+    // The client gave up on this call; the execution stops when no one waits for it.
+    auto l = weak.lock();
+    if (!l || l->ended || l->caller()) return;
+    stop_live(*l);
+    live_.erase(l->id);
+  };
+}
+
+void McpSession::Code::resume_warm(const std::shared_ptr<Live>& live, Answer answer, std::optional<Waiter> waiter) {
+  auto record = read_record(live->id);
+  live->warm = false;
+  if (waiter) {
+    live->waiters.push_back(*waiter);
+    watch_cancel(live, *waiter);
+  }
+  if (!record) {
+    // Cannot happen while warm (the record goes only when it settles); say so rather than guess.
+    return settle(live, mcp::format_internal_error("warm-without-record"));
+  }
+  record->code = live->code;
+  record->state = "running";
+  write_record(*record, nullptr);
+  session_.del(std::string(kAnswerPrefix) + record->id).value_or_throw();
+  live->lease = session_.keep_alive();
+  live->answer = std::move(answer);
+  live->answer_seq = record->pause.seq;
+  // The calls set aside at the pause, the paused one first: it gets the answer, any
+  // other asks again.
+  auto waiting = std::move(live->awaiting);
+  live->awaiting.clear();
+  for (const auto& [seq, call] : waiting) {
+    if (live->ended) break;
+    on_tool_call(live, call);
+  }
 }
 
 void McpSession::Code::execute(const std::shared_ptr<CallContext>& call) {
@@ -551,7 +587,12 @@ void McpSession::Code::resume(const std::shared_ptr<CallContext>& call) {
 bool McpSession::Code::resume_here(const std::string& id, const Answer& answer, const Waiter& waiter) {
   // Already resuming (another resume, or the approval timeout): wait for the same outcome.
   if (auto it = live_.find(id); it != live_.end()) {
-    it->second->waiters.push_back(waiter);
+    if (it->second->warm) {
+      resume_warm(it->second, answer, waiter);
+    } else {
+      it->second->waiters.push_back(waiter);
+      watch_cancel(it->second, waiter);
+    }
     return true;
   }
   auto reply = [&](const mcp::ToolResult& result) {
@@ -680,6 +721,15 @@ void McpSession::Code::continue_paused(Record record, Answer answer, std::option
 bool McpSession::Code::on_alarm(const AlarmInfo& info) {
   if (!info.name.starts_with(kApprovalAlarmPrefix)) return false;
   const std::string id = info.name.substr(kApprovalAlarmPrefix.size());
+  if (auto it = live_.find(id); it != live_.end() && it->second->warm) {
+    // Still warm at its deadline (a window longer than the approval timeout): decline it
+    // in place.
+    Answer answer{"decline", R"({"reason":"approval_timeout"})"};
+    if (auto recorded = take_answer(id)) answer = std::move(*recorded);
+    log::info("mcp_pending_approval_lease_expire", {{"session", session_.session_id_}, {"execution", id}});
+    resume_warm(it->second, std::move(answer), std::nullopt);
+    return true;
+  }
   if (live_.count(id)) {
     // Running here already: its own outcome settles it. The alarm stays armed, so a record
     // left `running` by an activation that dies meanwhile is still settled some day.
@@ -1003,9 +1053,22 @@ void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
   paused.requested_schema_json = std::string(kApprovalSchema);
   log::info("execution_paused", {{"session", session_.session_id_}, {"execution", record.id}, {"tool", at.path}});
   auto result = mcp::format_paused_execution(paused);
-  stop_live(*live);
-  live_.erase(live->id);
   answer_waiters(*live, result);
+  if (options_.warm_window.count() <= 0) {
+    stop_live(*live);
+    live_.erase(live->id);
+    return;
+  }
+  // Warm for a while: a prompt resume skips the replay. Then cold: the isolate goes.
+  live->warm = true;
+  live->lease.release();
+  std::weak_ptr<Live> weak = live;
+  session_.after(options_.warm_window, [this, weak] {
+    auto l = weak.lock();
+    if (!l || !l->warm) return;
+    stop_live(*l);
+    live_.erase(l->id);
+  });
 }
 
 void McpSession::Code::settle(const std::shared_ptr<Live>& live, mcp::ToolResult result) {

@@ -52,8 +52,13 @@ class McpSession::Code {
   bool on_alarm(const AlarmInfo& info);
   // Paused executions stored in this session (the idle policy's paused work).
   bool has_paused();
-  // Executions this activation runs.
-  bool running() const { return !live_.empty(); }
+  // Executions this activation runs (warm paused ones do not count).
+  bool running() const {
+    for (const auto& [id, live] : live_) {
+      if (!is_warm(*live)) return true;
+    }
+    return false;
+  }
   // Deletes everything code mode stored (the session is being erased).
   void erase();
 
@@ -89,6 +94,11 @@ class McpSession::Code {
   // continue the stored record; false if this session knows nothing of `id`.
   bool resume_here(const std::string& id, const Answer& answer, const Waiter& waiter);
   void continue_paused(Record record, Answer answer, std::optional<Waiter> waiter);
+  // A resume (or the alarm) within the warm window: the answer goes to the live isolate.
+  void resume_warm(const std::shared_ptr<Live>& live, Answer answer, std::optional<Waiter> waiter);
+  // Stops the execution when the client cancels the last call waiting for it.
+  void watch_cancel(const std::shared_ptr<Live>& live, const Waiter& waiter);
+  static bool is_warm(const Live& live);
   // resume of an id this session does not own: the directory says whose it is.
   void resume_elsewhere(const std::string& id, Answer answer, const std::shared_ptr<CallContext>& call);
   void tell_directory(caf::message message, const std::string& id);

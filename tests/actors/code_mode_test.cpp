@@ -19,7 +19,8 @@ struct CodeFixture : SessionFixture {
   std::unique_ptr<engine::Pool> pool;
   actors::CodeModeOptions code;
 
-  CodeFixture() : SessionFixture(/*register_now=*/false) {
+  explicit CodeFixture(std::chrono::milliseconds warm = std::chrono::seconds(30))
+      : SessionFixture(/*register_now=*/false) {
     engine::PoolOptions p;
     p.worker_path = DORM_ENGINE_WORKER;
     p.workers = 1;
@@ -28,6 +29,7 @@ struct CodeFixture : SessionFixture {
     REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
     pool = std::move(created).value();
     code.pool = pool.get();
+    code.warm_window = warm;
     REQUIRE(actors::enable_code_mode(tools, options, code).ok());
     add_namespace();
   }
@@ -133,16 +135,24 @@ TEST_CASE("code mode: a paused execution survives crash(); resume replays it and
 }
 
 TEST_CASE("code mode: a decline rejects the paused call; the code catches it and the tool never runs") {
-  CodeFixture f;
-  const std::string s = "s-code-decline-001";
-  REQUIRE(f.initialize(s).status == 200);
-  auto paused = f.execute(s, "try { await tools.counter_increment({}); return 'ran' } catch (e) { return e.message }");
-  const std::string id = paused["structuredContent"]["executionId"].GetString();
-  auto done = f.resume(s, id, "decline", 2);
-  REQUIRE(status_of(done) == "completed");
-  CHECK(std::string(done["structuredContent"]["result"].GetString()) == "the user declined tools.counter_increment");
-  CHECK(counters(f, s, 3) == "[0,0]");
-  f.expected_active = 1;
+  // Warm (a resume within the window continues the same isolate) and cold (replayed).
+  for (auto warm : {std::chrono::milliseconds(30'000), std::chrono::milliseconds(0)}) {
+    CAPTURE(warm.count());
+    CodeFixture f(warm);
+    const std::string s = "s-code-decline-001";
+    REQUIRE(f.initialize(s).status == 200);
+    auto paused = f.execute(s, "const n = await tools.tally({}); try { await tools.counter_increment({}); return 'ran' } catch (e) { return n + ': ' + e.message }");
+    REQUIRE(status_of(paused) == "waiting_for_interaction");
+    const std::string id = paused["structuredContent"]["executionId"].GetString();
+    auto done = f.resume(s, id, "decline", 2);
+    REQUIRE(status_of(done) == "completed");
+    CHECK(std::string(done["structuredContent"]["result"].GetString()) == "1: the user declined tools.counter_increment");
+    // Either way the tool before the pause ran once. Warm, the paused execution itself
+    // went on: nothing was cancelled (cold, it was cancelled at the pause and replayed).
+    CHECK(counters(f, s, 3) == "[0,1]");
+    if (warm.count() > 0) CHECK(f.pool->stats().failed == 0);
+    f.expected_active = 1;
+  }
 }
 
 TEST_CASE("code mode: the approval alarm declines with approval_timeout at the deadline; the directory forgets it") {

@@ -91,6 +91,14 @@ int main(int argc, char** argv) {
                                         CLI::AsNumberWithUnit::UNIT_OPTIONAL, "DURATION"))
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{24LL * 3600 * 1000}))
       ->default_str("4m");
+  serve_cmd
+      ->add_option("--warm-window", serve.warm_window_ms,
+                   "How long a paused execution keeps its isolate, so a prompt resume skips the replay (a "
+                   "number with unit ms, s or m; plain: milliseconds; 0: drop it at once)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, std::int64_t>{{"ms", 1}, {"s", 1000}, {"m", 60'000}},
+                                        CLI::AsNumberWithUnit::UNIT_OPTIONAL, "DURATION"))
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{3600LL * 1000}))
+      ->default_str("30s");
   serve_cmd->add_flag("!--no-reap-at-boot", serve.reap_at_boot,
                       "Do not wake the sessions with calls in flight before turning ready (each "
                       "then reaps when it is next used)");

@@ -286,6 +286,7 @@ int serve(const ServeOptions& options) {
     pool = std::move(pool_created).value();
     code_mode.pool = pool.get();
     code_mode.approval_timeout = std::chrono::milliseconds(options.approval_timeout_ms);
+    code_mode.warm_window = std::chrono::milliseconds(options.warm_window_ms);
     if (auto ok = actors::enable_code_mode(tools, session_options, code_mode); !ok) {
       log::error("code_mode_failed", {{"error", ok.error().describe()}});
       return 1;

@@ -40,6 +40,8 @@ struct ServeOptions {
   unsigned engine_slots = 4;    // executions per worker at once
   // How long a paused execution waits for resume before its approval is declined.
   std::int64_t approval_timeout_ms = 4 * 60 * 1000;
+  // How long a paused execution keeps its isolate for a prompt resume (0: cold at once).
+  std::int64_t warm_window_ms = 30'000;
 };
 
 // Runs the server in the calling thread until a stop signal; returns the exit status

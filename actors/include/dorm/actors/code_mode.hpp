@@ -39,6 +39,10 @@ struct CodeModeOptions {
   // How long a paused execution waits for `resume` before its approval
   // is declined with reason approval_timeout. The original system's window: 4 minutes.
   std::chrono::milliseconds approval_timeout{4 * 60 * 1000};
+  // How long a paused execution keeps its isolate: a resume within it continues at once,
+  // without replaying the journal. After it the execution is cold (stored only). 0: cold
+  // at once. The record is stored at the pause either way, so a crash loses nothing.
+  std::chrono::milliseconds warm_window{30'000};
   // Outcomes of resumed executions kept per session, so a repeated `resume` of a settled
   // id answers the same thing (oldest dropped first).
   std::size_t settled_kept = 64;
