@@ -71,3 +71,24 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::OwnerGet)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::OwnerDelete)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::ForwardedResume)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::ForwardedResumeResult)
+
+namespace dorm::actors {
+
+// The approval page asks the owner session about a paused execution (view) or records
+// the person's answer (decide). Both reply with a JSON object: {"tool","args","expiresAt"}
+// for a view, {"decided":"accept"|"decline"} for a decision, or {"error", "status"} with
+// an HTTP status (404: no such paused execution; 403: wrong, used or expired token).
+struct ApprovalView {
+  std::string execution_id;
+  std::string token;
+};
+struct ApprovalDecision {
+  std::string execution_id;
+  std::string token;
+  std::string action;  // accept | decline
+};
+
+}  // namespace dorm::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::ApprovalView)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::ApprovalDecision)

@@ -119,7 +119,22 @@ caf::behavior McpSession::behavior() {
       [this](const ForwardedResumeResult& result) {
         if (code_) code_->forwarded_result(result);
       },
+      // The approval page (approval_page.hpp).
+      [this](const ApprovalView& request) -> std::string {
+        if (!code_ || !meta_) return approval_unavailable();
+        return code_->approval_view(request);
+      },
+      [this](const ApprovalDecision& request) -> std::string {
+        if (!code_ || !meta_) return approval_unavailable();
+        return code_->approval_decide(request);
+      },
   };
+}
+
+std::string McpSession::approval_unavailable() {
+  // A session that does not exist (any more) keeps nothing in memory either.
+  if (!meta_) dispose_empty();
+  return R"({"status":404,"error":"This execution's session is gone."})";
 }
 
 void McpSession::answer_now(const SessionCall& call, HttpResponse response) {

@@ -6,6 +6,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -54,6 +56,33 @@ std::string random_hex(std::size_t bytes) {
     out += kHex[c & 15];
   }
   return out;
+}
+
+std::string sha256_hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("EVP_Digest failed");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+std::string page_reply(int status, std::string_view error) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("status");
+  w.Int(status);
+  w.Key("error");
+  w.String(error.data(), static_cast<rapidjson::SizeType>(error.size()));
+  w.EndObject();
+  return buffer.GetString();
 }
 
 // exec_<uuid v4>: random, so unique across sessions, restarts and processes.
@@ -303,6 +332,10 @@ std::string McpSession::Code::Record::to_json() const {
   w.Int64(ttl_ms);
   w.Key("chunks");
   w.Uint(chunks);
+  if (!approval_token_sha256.empty()) {
+    w.Key("approvalToken");
+    w.String(approval_token_sha256.c_str());
+  }
   w.EndObject();
   return buffer.GetString();
 }
@@ -336,6 +369,7 @@ std::optional<McpSession::Code::Record> McpSession::Code::Record::from_json(std:
   r.expires_at_ms = expires->GetInt64();
   r.ttl_ms = ttl->GetInt64();
   r.chunks = chunks->GetUint();
+  if (auto token = str(doc, "approvalToken")) r.approval_token_sha256 = *token;
   return r;
 }
 
@@ -678,6 +712,60 @@ void McpSession::Code::forwarded_result(const ForwardedResumeResult& result) {
   auto call = it->second;
   forwarded_.erase(it);
   call->finish(mcp::ToolResult{result.result_json});
+}
+
+std::variant<McpSession::Code::Record, std::string> McpSession::Code::check_approval_token(const std::string& id,
+                                                                                          const std::string& token) {
+  auto record = read_record(id);
+  if (!record || record->state != "paused") {
+    return page_reply(404, "This execution is not waiting for an approval (it finished, or is running).");
+  }
+  const std::string presented = sha256_hex(token);
+  const std::string& expected = record->approval_token_sha256;
+  if (expected.size() != presented.size() || CRYPTO_memcmp(expected.data(), presented.data(), expected.size()) != 0) {
+    log::warn("approval_token_refused", {{"session", session_.session_id_}, {"execution", id}});
+    return page_reply(403, "This approval link is not valid (wrong or already used).");
+  }
+  if (session_.clock().now_ms() >= record->expires_at_ms) {
+    return page_reply(403, "This approval link has expired.");
+  }
+  return std::move(*record);
+}
+
+std::string McpSession::Code::approval_view(const ApprovalView& request) {
+  auto checked = check_approval_token(request.execution_id, request.token);
+  if (auto* error = std::get_if<std::string>(&checked)) return *error;
+  const Record& record = std::get<Record>(checked);
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("tool");
+  w.String(record.pause.path.c_str());
+  w.Key("args");
+  w.String(record.pause.args_json.c_str());
+  w.Key("expiresAt");
+  std::string at = mcp::iso8601_utc(record.expires_at_ms);
+  w.String(at.c_str());
+  w.EndObject();
+  return buffer.GetString();
+}
+
+std::string McpSession::Code::approval_decide(const ApprovalDecision& request) {
+  auto checked = check_approval_token(request.execution_id, request.token);
+  if (auto* error = std::get_if<std::string>(&checked)) return *error;
+  Record record = std::move(std::get<Record>(checked));
+  // Single use: the link is spent whatever happens next.
+  record.approval_token_sha256.clear();
+  write_record(record, nullptr);
+  log::info("execution_approval_answered",
+            {{"session", session_.session_id_}, {"execution", record.id}, {"action", request.action}, {"via", "page"}});
+  Answer answer{request.action, "{}"};
+  if (auto it = live_.find(record.id); it != live_.end() && it->second->warm) {
+    resume_warm(it->second, std::move(answer), std::nullopt);
+  } else {
+    continue_paused(std::move(record), std::move(answer), std::nullopt);
+  }
+  return std::string(R"({"decided":")") + (request.action == "accept" ? "accept" : "decline") + "\"}";
 }
 
 void McpSession::Code::tell_directory(caf::message message, const std::string& id) {
@@ -1034,6 +1122,11 @@ void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
   record.pause = at;
   record.ttl_ms = options_.approval_timeout.count();
   record.expires_at_ms = now + record.ttl_ms;
+  std::string approval_token;
+  if (!options_.approval_base_url.empty()) {
+    approval_token = random_hex(16);
+    record.approval_token_sha256 = sha256_hex(approval_token);
+  }
   write_record(record, &journal);
   session_.set_alarm(std::string(kApprovalAlarmPrefix) + record.id, record.expires_at_ms).value_or_throw();
   // Sent when this turn commits, so the directory never names a pause that is not stored.
@@ -1051,6 +1144,9 @@ void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
   paused.address = at.path;
   paused.args_json = at.args_json;
   paused.requested_schema_json = std::string(kApprovalSchema);
+  if (!approval_token.empty()) {
+    paused.approval_url = options_.approval_base_url + "/approve/" + record.id + "?token=" + approval_token;
+  }
   log::info("execution_paused", {{"session", session_.session_id_}, {"execution", record.id}, {"tool", at.path}});
   auto result = mcp::format_paused_execution(paused);
   answer_waiters(*live, result);

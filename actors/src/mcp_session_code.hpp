@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "dorm/actors/code_mode.hpp"
@@ -48,6 +49,10 @@ class McpSession::Code {
   void forwarded_resume(const ForwardedResume& request);
   // The owner's answer to a resume this session forwarded.
   void forwarded_result(const ForwardedResumeResult& result);
+  // The approval page (approval_page.hpp): what a paused execution waits on, and the
+  // person's answer, which continues it at once. JSON replies (see ApprovalView).
+  std::string approval_view(const ApprovalView& request);
+  std::string approval_decide(const ApprovalDecision& request);
   // An "approval/<id>" alarm; false for any other alarm.
   bool on_alarm(const AlarmInfo& info);
   // Paused executions stored in this session (the idle policy's paused work).
@@ -84,6 +89,7 @@ class McpSession::Code {
     std::int64_t expires_at_ms = 0;
     std::int64_t ttl_ms = 0;
     std::uint32_t chunks = 0;
+    std::string approval_token_sha256;  // hex; empty: no (more) approval link
     std::string to_json() const;
     static std::optional<Record> from_json(std::string_view text);
   };
@@ -102,6 +108,9 @@ class McpSession::Code {
   // resume of an id this session does not own: the directory says whose it is.
   void resume_elsewhere(const std::string& id, Answer answer, const std::shared_ptr<CallContext>& call);
   void tell_directory(caf::message message, const std::string& id);
+  // The paused record `id` if `token` opens it (constant-time, before its deadline), else
+  // the JSON error reply for the page.
+  std::variant<Record, std::string> check_approval_token(const std::string& id, const std::string& token);
   void on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
   void builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
   void ask_approval(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,

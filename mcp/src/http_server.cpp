@@ -174,7 +174,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   bool endpoint_path(std::string_view target) const {
-    return target.substr(0, target.find('?')) == options().endpoint_path;
+    std::string_view path = target.substr(0, target.find('?'));
+    if (path == options().endpoint_path) return true;
+    for (const auto& prefix : options().route_prefixes) {
+      if (path.starts_with(prefix)) return true;
+    }
+    return false;
   }
 
   std::string body_over_limit() const {

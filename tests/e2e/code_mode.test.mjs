@@ -10,7 +10,11 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
 import { startServe, tempDir } from './lib/dorm_process.mjs';
+
+// Debian's chromium, installed by tools/bootstrap.
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 const ARGS = ['--code-mode', '--fixtures', 'testing', '--engine-workers', '1', '--engine-slots', '2'];
 
@@ -178,4 +182,50 @@ test('code mode: resume from another session of the same user works through the 
   assert.equal(again.structuredContent.result, 1);
   const count = await execute(owner.client, 'return await tools.counter_get({})');
   assert.equal(count.structuredContent.result, 1);
+});
+
+test('code mode: the approval page approves in headless Chromium; a wrong or reused token is refused', async (t) => {
+  const { url } = await startServe(t, { extraArgs: ARGS });
+  const { client } = await connectClient(t, url);
+  const paused = await execute(client, 'await tools.tally({}); return await tools.counter_increment({})');
+  const s = paused.structuredContent;
+  assert.equal(s.status, 'waiting_for_interaction', textOf(paused));
+  const link = new URL(s.approvalUrl);
+  assert.equal(link.origin, url.origin);
+  assert.equal(link.pathname, `/approve/${s.executionId}`);
+  assert.match(textOf(paused), /approvalUrl: http:\/\//);
+
+  // A wrong token is refused and changes nothing.
+  const wrong = new URL(link);
+  wrong.searchParams.set('token', '0'.repeat(32));
+  const refused = await fetch(wrong);
+  assert.equal(refused.status, 403);
+  assert.match(await refused.text(), /not valid/);
+
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  const shown = await page.goto(link.href, { waitUntil: 'load', timeout: 20_000 });
+  assert.equal(shown.status(), 200);
+  const text = await page.$eval('body', (b) => b.innerText);
+  assert.match(text, /counter_increment/);
+  await Promise.all([
+    page.waitForNavigation({ waitUntil: 'load', timeout: 20_000 }),
+    page.click('button[value="accept"]'),
+  ]);
+  assert.match(await page.$eval('body', (b) => b.innerText), /Approved/);
+
+  // The approval continued the execution: resume answers its outcome, and the tool ran once.
+  const done = await resume(client, s.executionId, 'accept');
+  assert.equal(done.structuredContent.status, 'completed', textOf(done));
+  assert.equal(done.structuredContent.result, 1);
+  const count = await execute(client, 'return await tools.counter_get({})');
+  assert.equal(count.structuredContent.result, 1);
+  // The link was single use.
+  const reused = await fetch(link);
+  assert.equal(reused.status, 404);
 });

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dorm/actors/approval_page.hpp"
 #include "dorm/actors/boot_reaper.hpp"
 #include "dorm/actors/code_mode.hpp"
 #include "dorm/engine/pool.hpp"
@@ -200,8 +201,16 @@ int serve(const ServeOptions& options) {
   // Who is calling is checked before a body is read, from the first request on (policy
   // and tokens outlive the server: they are declared before it).
   http.check_head = [policy = endpoint_options.policy](const mcp::HttpRequest& head) {
+    if (std::string_view(head.target).starts_with(actors::kApprovalPathPrefix)) {
+      // The approval page: the one-time token in the link is the credential (a browser
+      // sends no bearer token); Host and Origin are checked as for /mcp.
+      auto page_policy = policy;
+      page_policy.tokens = nullptr;
+      return mcp::refuse_caller(head, page_policy);
+    }
     return mcp::refuse_caller(head, policy);
   };
+  if (options.code_mode) http.route_prefixes.push_back(std::string(actors::kApprovalPathPrefix));
   auto server = mcp::HttpServer::start(http);
   if (!server) {
     log::error("bind_failed", {{"error", server.error().message}});
@@ -287,6 +296,7 @@ int serve(const ServeOptions& options) {
     code_mode.pool = pool.get();
     code_mode.approval_timeout = std::chrono::milliseconds(options.approval_timeout_ms);
     code_mode.warm_window = std::chrono::milliseconds(options.warm_window_ms);
+    code_mode.approval_base_url = "http://" + srv.local_address().to_string();
     if (auto ok = actors::enable_code_mode(tools, session_options, code_mode); !ok) {
       log::error("code_mode_failed", {{"error", ok.error().describe()}});
       return 1;
@@ -320,7 +330,11 @@ int serve(const ServeOptions& options) {
 
   // 4. Serve /mcp: requests that waited since the bind go through now.
   mcp::McpEndpoint endpoint(runtime, endpoint_options);
-  srv.set_handler([&endpoint](mcp::HttpRequest request, mcp::Respond respond) {
+  actors::ApprovalPage approval_page(runtime);
+  srv.set_handler([&endpoint, &approval_page](mcp::HttpRequest request, mcp::Respond respond) {
+    if (std::string_view(request.target).starts_with(actors::kApprovalPathPrefix)) {
+      return approval_page.handle(request, std::move(respond));
+    }
     endpoint.handle(std::move(request), std::move(respond));
   });
   if (!signals.stop_requested()) {

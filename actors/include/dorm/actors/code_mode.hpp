@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 #include "dorm/engine/limits.hpp"
 #include "dorm/mcp/tool_registry.hpp"
@@ -43,6 +44,9 @@ struct CodeModeOptions {
   // without replaying the journal. After it the execution is cold (stored only). 0: cold
   // at once. The record is stored at the pause either way, so a crash loses nothing.
   std::chrono::milliseconds warm_window{30'000};
+  // Where the approval page is served, e.g. "http://127.0.0.1:8808" (dorm serve sets its
+  // own address). Each pause then carries a one-time `approvalUrl`; empty: none.
+  std::string approval_base_url;
   // Outcomes of resumed executions kept per session, so a repeated `resume` of a settled
   // id answers the same thing (oldest dropped first).
   std::size_t settled_kept = 64;

@@ -174,6 +174,8 @@ class McpSession : public DurableObject {
   void erase_subscriptions();
   // This session's key in the runtime index of sessions with requests in flight.
   std::string inflight_key(std::string_view request_key) const;
+  // The approval page's reply when there is no session or no code mode.
+  std::string approval_unavailable();
 
   const McpSessionOptions& options_;
   std::optional<mcp::SessionMeta> meta_;  // none: no such session (never made, or deleted)

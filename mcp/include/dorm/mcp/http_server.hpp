@@ -134,8 +134,11 @@ class HttpServer {
   struct Options {
     ListenAddress listen{"127.0.0.1", 8808};
     int io_threads = 2;
-    // The application endpoint; other paths are the probes or 404.
+    // The application endpoint; other paths are the probes, `route_prefixes`, or 404.
     std::string endpoint_path = "/mcp";
+    // Paths starting with one of these go to the handler too (and through check_head),
+    // like the endpoint: `dorm serve` adds "/approve/" for code mode's approval page.
+    std::vector<std::string> route_prefixes;
     // Run on each endpoint request before its body is read (unset: none). A refusal is
     // sent at once; the body is never parsed, and the connection closes unless the
     // request had no body. Runs on an I/O thread, also before set_handler: must not block.
