@@ -8,6 +8,7 @@
 
 #include "dorm/actors/code_mode.hpp"
 #include "dorm/engine/pool.hpp"
+#include "execution_owner.hpp"
 #include "session_fixture.hpp"
 
 using namespace dorm;
@@ -223,4 +224,34 @@ TEST_CASE("code mode: a resumption cut short by a crash settles as an error; the
   CHECK(status_of(repeat) == "error");
   CHECK(counters(f, s, 6) == "[1,0]");
   f.expected_active = 1;
+}
+
+TEST_CASE("code mode: the owner directory answers until the deadline, then its alarm deletes the record") {
+  CodeFixture f(std::chrono::milliseconds(0));
+  auto directory = actors::owner_handle(*f.runtime, "exec_test");
+  REQUIRE(directory.ok());
+  const std::int64_t due = f.clock.now_ms() + 10'000;
+  actors::OwnerRecord record{"exec_test", "some-session", f.alice, due, 10'000};
+  Reply put;
+  f.runtime->request(*directory, put.handler(), actors::OwnerPut{record});
+  f.runtime->run_until_idle();
+  REQUIRE(put.ok());
+  auto get = [&](const std::string& id) {
+    Reply r;
+    f.runtime->request(*directory, r.handler(), actors::OwnerGet{id});
+    f.runtime->run_until_idle();
+    REQUIRE(r.ok());
+    return r.value->get_as<std::string>(0);
+  };
+  auto stored = actors::OwnerRecord::from_json(get("exec_test"));
+  REQUIRE(stored.has_value());
+  CHECK(stored->session_object == "some-session");
+  CHECK(stored->principal == f.alice);
+  CHECK(get("exec_other").empty());  // a record answers only for its own id
+  f.run_until(due - 1);
+  CHECK_FALSE(get("exec_test").empty());
+  f.run_until(due);
+  // The alarm deleted it, and the object left memory with nothing stored.
+  CHECK(get("exec_test").empty());
+  CHECK(f.runtime->active_objects() == 0);
 }
