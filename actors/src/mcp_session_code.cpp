@@ -289,14 +289,7 @@ class McpSession::CodeCall : public mcp::ToolContext, public std::enable_shared_
   // As CallContext::run: a throw finishes the call with an error result, except a store
   // failure, which fails the turn.
   void run(const std::function<void()>& step) {
-    try {
-      step();
-    } catch (const ErrorException& e) {
-      if (!is_input_error(e.error().code)) throw;
-      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-    } catch (const std::exception& e) {
-      finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-    }
+    run_tool_step(step, [this](mcp::ToolResult r) { finish(std::move(r)); });
   }
 
  private:
