@@ -186,6 +186,12 @@ struct McpSession::Code::Live {
 
 bool McpSession::Code::is_warm(const Live& live) { return live.warm; }
 
+void McpSession::Code::leave_warm(Live& live) {
+  if (!live.warm) return;
+  live.warm = false;
+  options_.warm_now.fetch_sub(1);
+}
+
 // Engine callbacks arrive on the pool's thread; each becomes a turn of the session. A
 // post that outlives the activation is dropped, so `code` is valid whenever one runs.
 class McpSession::Code::Observer : public engine::ExecutionObserver {
@@ -491,6 +497,7 @@ McpSession::Code::Code(McpSession& session, const CodeModeOptions& options) : se
 
 McpSession::Code::~Code() {
   for (auto& [id, live] : live_) {
+    leave_warm(*live);
     live->ended = true;
     if (live->exec) live->exec->cancel();
   }
@@ -548,7 +555,7 @@ void McpSession::Code::watch_cancel(const std::shared_ptr<Live>& live, const Wai
 
 void McpSession::Code::resume_warm(const std::shared_ptr<Live>& live, Answer answer, std::optional<Waiter> waiter) {
   auto record = read_record(live->id);
-  live->warm = false;
+  leave_warm(*live);
   if (waiter) {
     live->waiters.push_back(*waiter);
     watch_cancel(live, *waiter);
@@ -1143,12 +1150,20 @@ void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
   log::info("execution_paused", {{"session", session_.session_id_}, {"execution", record.id}, {"tool", at.path}});
   auto result = mcp::format_paused_execution(paused);
   answer_waiters(*live, result);
-  if (options_.warm_window.count() <= 0) {
+  // Warm for a while, if a warm place is free: a prompt resume skips the replay. Then
+  // cold: the isolate goes.
+  // At most max_warm, and never more than half the pool's slots: new work keeps the rest.
+  bool warm = false;
+  if (options_.warm_window.count() > 0) {
+    const std::size_t limit = std::min<std::size_t>(options_.max_warm, options_.pool->stats().slots / 2);
+    warm = options_.warm_now.fetch_add(1) < limit;
+    if (!warm) options_.warm_now.fetch_sub(1);
+  }
+  if (!warm) {
     stop_live(*live);
     live_.erase(live->id);
     return;
   }
-  // Warm for a while: a prompt resume skips the replay. Then cold: the isolate goes.
   live->warm = true;
   live->lease.release();
   std::weak_ptr<Live> weak = live;
@@ -1204,6 +1219,7 @@ void McpSession::Code::answer_waiters(Live& live, const mcp::ToolResult& result)
 }
 
 void McpSession::Code::stop_live(Live& live) {
+  leave_warm(live);
   if (live.ended) return;
   live.ended = true;
   if (live.exec) live.exec->cancel();  // its `cancelled` report finds it ended and is dropped

@@ -105,6 +105,8 @@ class McpSession::Code {
   // Stops the execution when the client cancels the last call waiting for it.
   void watch_cancel(const std::shared_ptr<Live>& live, const Waiter& waiter);
   static bool is_warm(const Live& live);
+  // Ends the live execution's warm state and frees its warm place (CodeModeOptions::max_warm).
+  void leave_warm(Live& live);
   // resume of an id this session does not own: the directory says whose it is.
   void resume_elsewhere(const std::string& id, Answer answer, const std::shared_ptr<CallContext>& call);
   void tell_directory(caf::message message, const std::string& id);

@@ -235,6 +235,7 @@ class PoolImpl final : public Pool {
     std::lock_guard lock(mutex_);
     Stats s = stats_;
     s.workers_ready = ready_count_;
+    s.slots = ready_count_ * options_.slots_per_worker;
     s.queued = queued_count_;
     return s;
   }

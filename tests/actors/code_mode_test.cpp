@@ -25,7 +25,7 @@ struct CodeFixture : SessionFixture {
     engine::PoolOptions p;
     p.worker_path = DORM_ENGINE_WORKER;
     p.workers = 1;
-    p.slots_per_worker = 2;
+    p.slots_per_worker = 4;  // two may be warm (half), two stay for new work
     auto created = engine::Pool::create(p);
     REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
     pool = std::move(created).value();
@@ -254,4 +254,26 @@ TEST_CASE("code mode: the owner directory answers until the deadline, then its a
   // The alarm deleted it, and the object left memory with nothing stored.
   CHECK(get("exec_test").empty());
   CHECK(f.runtime->active_objects() == 0);
+}
+
+TEST_CASE("code mode: at most max_warm paused executions keep an engine slot; the rest go cold at once") {
+  CodeFixture f;  // warm window 30 s, max_warm 2
+  const std::string s = "s-code-warm-00001";
+  REQUIRE(f.initialize(s).status == 200);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto paused = f.execute(s, "return await tools.counter_increment({})", 10 + i);
+    REQUIRE(status_of(paused) == "waiting_for_interaction");
+    ids.push_back(paused["structuredContent"]["executionId"].GetString());
+  }
+  CHECK(f.code.warm_now.load() == 2);
+  // A warm one resumed leaves its place; the cold one resumes by replay all the same.
+  CHECK(compact_json(f.resume(s, ids[0], "accept", 20)["structuredContent"]["result"]) == "1");
+  CHECK(f.code.warm_now.load() == 1);
+  CHECK(compact_json(f.resume(s, ids[2], "accept", 21)["structuredContent"]["result"]) == "2");
+  // The window passes: the last warm one goes cold, and still resumes.
+  f.run_until(f.clock.now_ms() + 30'000);
+  CHECK(f.code.warm_now.load() == 0);
+  CHECK(compact_json(f.resume(s, ids[1], "accept", 22)["structuredContent"]["result"]) == "3");
+  f.expected_active = 1;
 }

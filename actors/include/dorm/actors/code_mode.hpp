@@ -16,6 +16,7 @@
 // execution continues with that decline.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -44,6 +45,12 @@ struct CodeModeOptions {
   // without replaying the journal. After it the execution is cold (stored only). 0: cold
   // at once. The record is stored at the pause either way, so a crash loses nothing.
   std::chrono::milliseconds warm_window{30'000};
+  // Executions warm at once in the process, over every session: a warm execution holds
+  // an engine slot, so only a few may — at most this many and at most half the pool's
+  // slots — or pauses would starve new executions. Past that a pause goes cold at once.
+  std::size_t max_warm = 2;
+  // The count of warm executions now (shared by the sessions; not an option).
+  mutable std::atomic<std::size_t> warm_now{0};
   // Where the approval page is served, e.g. "http://127.0.0.1:8808" (dorm serve sets its
   // own address). Each pause then carries a one-time `approvalUrl`; empty: none.
   std::string approval_base_url;

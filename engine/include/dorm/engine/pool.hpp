@@ -125,6 +125,7 @@ class Pool {
 
   struct Stats {
     unsigned workers_ready = 0;
+    unsigned slots = 0;  // executions the ready workers can run at once
     std::size_t running = 0;
     std::size_t queued = 0;
     std::uint64_t workers_spawned = 0;
