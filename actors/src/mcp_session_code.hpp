@@ -17,7 +17,16 @@
 // approved tool never runs twice.
 #pragma once
 
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +43,80 @@
 #include "mcp_session_internal.hpp"
 
 namespace dorm::actors {
+
+// Keys and small helpers shared by the code-mode files.
+namespace code_detail {
+
+using session_internal::JsonWriter;
+
+
+inline constexpr std::string_view kRecordPrefix = "x/r/";
+inline constexpr std::string_view kJournalChunkPrefix = "x/j/";
+inline constexpr std::string_view kSettledPrefix = "x/o/";
+inline constexpr std::string_view kAnswerPrefix = "approval-response:";
+inline constexpr std::string_view kCodeStoragePrefix = "c/";
+inline constexpr std::string_view kApprovalAlarmPrefix = "approval/";
+// Journal chunks stay well under the storage value limit (128 KiB by default).
+inline constexpr std::size_t kChunkBytes = 64 * 1024;
+// tools.storage keys: as the session's own keys allow, with room for the prefix.
+inline constexpr std::size_t kMaxCodeKeyBytes = 512;
+// The approval form: accepting it is the approval; it asks for nothing else.
+inline constexpr std::string_view kApprovalSchema = R"({"type":"object","properties":{}})";
+
+
+inline std::string chunk_key(const std::string& id, std::uint32_t n) {
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%06u", n);
+  return std::string(kJournalChunkPrefix) + id + "/" + digits;
+}
+
+inline std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) throw std::runtime_error("RAND_bytes failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+inline std::string sha256_hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("EVP_Digest failed");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+inline std::string page_reply(int status, std::string_view error) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("status");
+  w.Int(status);
+  w.Key("error");
+  w.String(error.data(), static_cast<rapidjson::SizeType>(error.size()));
+  w.EndObject();
+  return buffer.GetString();
+}
+
+inline std::string json_string(std::string_view text) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+  return buffer.GetString();
+}
+
+}  // namespace code_detail
 
 class McpSession::Code {
  public:
@@ -142,6 +225,39 @@ class McpSession::Code {
   // Resumes forwarded to their owner sessions, by token.
   std::map<std::uint64_t, std::shared_ptr<CallContext>> forwarded_;
   std::uint64_t forward_sequence_ = 0;
+};
+
+// A running execution (or a warm paused one) of this activation.
+struct McpSession::Code::Live {
+  std::string id;
+  std::string code;
+  std::shared_ptr<engine::Execution> exec;
+  // The calls waiting for its outcome (several resumes may join).
+  std::vector<Waiter> waiters;
+  std::vector<std::string> emitted;
+  std::vector<std::string> logs;
+  std::size_t busy = 0;  // tool calls running, or waiting for an inline approval
+  // Calls that need a person and have no inline way to ask: the execution pauses at the
+  // first one once nothing else is running.
+  std::map<std::uint32_t, engine::ToolCallEntry> awaiting;
+  // The answer a resumption carries, for the call it paused at.
+  std::optional<Answer> answer;
+  std::uint32_t answer_seq = 0;
+  // Set on the session's thread; the engine's observer reads it to drop reports of an
+  // execution that already ended (a cancel's `cancelled`, say) before posting them.
+  std::atomic<bool> ended{false};
+  // Paused, and its isolate kept for the warm window: a resume in that window continues it
+  // without a replay. Its record is stored all the same (a crash meanwhile loses nothing).
+  bool warm = false;
+  Lease lease;  // a session running code is never evicted
+
+  // The first waiter whose call is still open (a client to ask, a stream to log on).
+  std::shared_ptr<CallContext> caller() const {
+    for (const auto& w : waiters) {
+      if (w.call && !w.call->finished()) return w.call;
+    }
+    return nullptr;
+  }
 };
 
 }  // namespace dorm::actors
