@@ -503,7 +503,7 @@ std::string iso8601_utc(std::int64_t unix_ms) {
   sys_days day = floor<days>(t);
   year_month_day date{day};
   hh_mm_ss time{t - day};
-  char buf[32];
+  char buf[64];  // room for any int the compiler cannot bound (no -Wformat-truncation)
   std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", int(date.year()),
                 unsigned(date.month()), unsigned(date.day()), int(time.hours().count()),
                 int(time.minutes().count()), int(time.seconds().count()),
