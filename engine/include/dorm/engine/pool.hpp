@@ -113,7 +113,11 @@ class Execution {
 
 class Pool {
  public:
-  // Spawns the workers and waits (up to `ready_timeout`) until each has warmed up.
+  // Spawns the workers and waits (up to `ready_timeout`) until each has warmed up. Call it
+  // from a thread that lives as long as the pool (the main thread, say): a worker dies
+  // with the *thread* that spawned it (PR_SET_PDEATHSIG is per thread), so a pool created
+  // on a short-lived thread loses its first workers when that thread ends (they are
+  // replaced, but executions they held fail). Replacements are spawned by the pool thread.
   static Result<std::unique_ptr<Pool>> create(PoolOptions options,
                                               std::chrono::milliseconds ready_timeout = std::chrono::seconds(30));
   virtual ~Pool() = default;
