@@ -438,9 +438,7 @@ void McpSession::Code::continue_paused(Record record, Answer answer, std::option
                     "its outcome is unknown (its tools may have run): check state before running it again";
     auto result = mcp::format_execution_outcome(outcome);
     log::warn("execution_interrupted", {{"session", session_.session_id_}, {"execution", record.id}});
-    delete_record(record.id);
-    store_settled(record.id, result);
-    tell_directory(caf::make_message(OwnerDelete{record.id}), record.id);
+    settle_record(record.id, result);
     if (waiter && waiter->call) waiter->call->finish(result);
     if (waiter && waiter->done) waiter->done(result);
     return;
@@ -672,12 +670,8 @@ void McpSession::Code::pause(const std::shared_ptr<Live>& live) {
 void McpSession::Code::settle(const std::shared_ptr<Live>& live, mcp::ToolResult result) {
   stop_live(*live);
   live_.erase(live->id);
-  if (read_record(live->id)) {
-    // It had paused: its id is out there, so a later resume gets this same outcome.
-    delete_record(live->id);
-    store_settled(live->id, result);
-    tell_directory(caf::make_message(OwnerDelete{live->id}), live->id);
-  }
+  // If it had paused, its id is out there: a later resume gets this same outcome.
+  settle_record(live->id, result);
   answer_waiters(*live, result);
 }
 

@@ -212,7 +212,10 @@ class McpSession::Code {
 
   std::optional<Record> read_record(const std::string& id);
   void write_record(const Record& record, const engine::Journal* journal);
-  void delete_record(const std::string& id);
+  // An execution that had paused has ended with `result`: its record, chunks, answer and
+  // alarm go, the outcome is kept for a repeated resume, and the directory forgets it, in
+  // one turn (one read of the record). False if it never paused (nothing stored).
+  bool settle_record(const std::string& id, const mcp::ToolResult& result);
   // The stored code (into record.code) and journal.
   engine::Journal read_journal(Record& record);
   std::optional<mcp::ToolResult> read_settled(const std::string& id);

@@ -139,13 +139,16 @@ engine::Journal McpSession::Code::read_journal(Record& record) {
   return std::move(journal).value();
 }
 
-void McpSession::Code::delete_record(const std::string& id) {
-  if (auto old = read_record(id)) {
-    for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(chunk_key(id, n)).value_or_throw();
-  }
+bool McpSession::Code::settle_record(const std::string& id, const mcp::ToolResult& result) {
+  auto old = read_record(id);
+  if (!old) return false;
+  for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(chunk_key(id, n)).value_or_throw();
   session_.del(std::string(kRecordPrefix) + id).value_or_throw();
   session_.del(std::string(kAnswerPrefix) + id).value_or_throw();
   session_.delete_alarm(std::string(kApprovalAlarmPrefix) + id).value_or_throw();
+  store_settled(id, result);
+  tell_directory(caf::make_message(OwnerDelete{id}), id);
+  return true;
 }
 
 std::optional<mcp::ToolResult> McpSession::Code::read_settled(const std::string& id) {
