@@ -1,4 +1,4 @@
-#include "dorm/actors/mcp_session.hpp"
+#include "mcp_session.hpp"
 
 #include "mcp_session_code.hpp"
 #include "mcp_session_internal.hpp"
@@ -10,6 +10,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <stdexcept>
@@ -77,7 +78,7 @@ McpSession::McpSession(const McpSessionOptions& options)
 McpSession::~McpSession() = default;
 
 void McpSession::on_start(StartReason) {
-  auto stored = get(mcp::kSessionMetaKey).value_or_throw();
+  auto stored = get(session_keys::kMeta).value_or_throw();
   if (!stored) return;  // no such session (yet): initialize makes one
   meta_ = mcp::SessionMeta::from_json(*stored).value_or_throw();
   // Whatever the start reason, before any traffic: work a dead activation left
@@ -182,186 +183,23 @@ void McpSession::handle(const SessionCall& call) {
 
 // Exactly what this server has: a capability for each kind of thing registered. The
 // registries are fixed at start-up, so no list ever changes (listChanged: false).
-void McpSession::write_capabilities(JsonWriter& w) const {
-  auto flag = [&w](const char* key, bool value) {
-    w.Key(key);
-    w.Bool(value);
-  };
-  const bool tools = options_.tools && options_.tools->size() > 0;
-  const bool resources = options_.resources && !options_.resources->empty();
-  const bool prompts = options_.prompts && !options_.prompts->empty();
-  w.StartObject();
-  if (tools) {
-    w.Key("tools");
-    w.StartObject();
-    flag("listChanged", false);
-    w.EndObject();
-  }
-  if (resources) {
-    w.Key("resources");
-    w.StartObject();
-    flag("subscribe", options_.resources->supports_subscribe());
-    flag("listChanged", false);
-    w.EndObject();
-  }
-  if (prompts) {
-    w.Key("prompts");
-    w.StartObject();
-    flag("listChanged", false);
-    w.EndObject();
-  }
-  // Prompt arguments and template variables are what completion/complete completes.
-  if (prompts || (resources && options_.resources->template_count() > 0)) {
-    w.Key("completions");
-    w.StartObject();
-    w.EndObject();
-  }
-  w.Key("logging");
-  w.StartObject();
-  w.EndObject();
-  w.EndObject();
-}
-
-HttpResponse McpSession::initialize(const SessionCall& call) {
-  const Message& request = call.messages.at(0);
-  if (meta_) {
-    // 128 random bits collided, or a replayed call: never overwrite a session.
-    return bad_request(request.id, mcp::kInvalidRequest, "session already initialized");
-  }
-  rapidjson::Document params;
-  bool is_object = parse_params(request, params);
-  const rapidjson::Value* version = is_object ? member(params, "protocolVersion") : nullptr;
-  if (!version || !version->IsString()) {
-    return bad_request(request.id, mcp::kInvalidParams,
-                       "initialize needs params.protocolVersion (a string)");
-  }
-  mcp::SessionMeta meta;
-  meta.protocol_version = std::string(mcp::negotiate(version->GetString()));
-  for (auto [key, target] : {std::pair{"capabilities", &meta.client_capabilities},
-                             std::pair{"clientInfo", &meta.client_info}}) {
-    const rapidjson::Value* value = member(params, key);
-    if (!value) continue;
-    if (!value->IsObject()) {
-      return bad_request(request.id, mcp::kInvalidParams,
-                         std::string("initialize params.") + key + " must be an object");
-    }
-    *target = compact(*value);
-  }
-  meta.owner = call.caller;
-  meta.created_ms = clock().now_ms();
-  meta_ = std::move(meta);
-  store_meta();
-  note_activity();
-
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("protocolVersion");
-  w.String(meta_->protocol_version.c_str());
-  w.Key("capabilities");
-  write_capabilities(w);
-  w.Key("serverInfo");
-  w.StartObject();
-  w.Key("name");
-  w.String(options_.server_name.c_str());
-  w.Key("version");
-  w.String(options_.server_version.c_str());
-  w.EndObject();
-  w.EndObject();
-  auto res = event_stream({mcp::result_response(*request.id, buffer.GetString())});
-  res.headers.emplace_back("Mcp-Session-Id", call.session_id);
-  log::info("session_created", {{"session", call.session_id},
-                                {"protocol_version", meta_->protocol_version},
-                                {"user", call.caller.user}});
-  return res;
-}
-
 void McpSession::post(const SessionCall& call) {
-  if (call.batch && !mcp::allows_batch(meta_->protocol_version)) {
-    return answer_now(call, rejected(mcp::Rejection::bad_batch()));
-  }
-  if (auto reused = reused_request_id(call.messages)) {
-    // Refused before anything runs or is stored. The id of the error is null, not the
-    // reused one: a client must not take this for the answer to the request still running.
-    return answer_now(call, bad_request(std::nullopt, mcp::kInvalidRequest,
-                                        "request id " + reused->to_json() +
-                                            " is already in use by a request in flight in "
-                                            "this session; use a new id"));
-  }
-  // An initialize in an existing session is refused whole, before anything runs or is
-  // stored: found only while answering, it left the other elements of a batch run and a
-  // stream opened (and a lease held) that nothing would ever finish.
-  for (const auto& m : call.messages) {
-    if (m.kind == Message::Kind::request && m.method == "initialize") {
-      return answer_now(call, bad_request(m.id, mcp::kInvalidRequest,
-                                          "this session is already initialized: send "
-                                          "initialize without MCP-Session-Id to start a new one"));
-    }
-  }
+  if (auto refused = refuse_post(call)) return answer_now(call, std::move(*refused));
   auto exchange = std::make_shared<Exchange>();
   exchange->responder = call.responder;
-  bool requests = false;
-  for (const auto& m : call.messages) requests = requests || m.kind == Message::Kind::request;
-  if (requests) {
-    exchange->lease = keep_alive();
-    // The response is a stream of its own, stored as it is written. Sessions that
-    // negotiated 2025-11-25 get a priming event first, so a client can resume even a
-    // stream that dropped before any work was done.
-    std::string first_request;
-    for (const auto& m : call.messages) {
-      if (m.kind == Message::Kind::request) {
-        first_request = m.id->to_key();
-        break;
-      }
-    }
-    std::int64_t retry =
-        options_.priming && mcp::wants_priming(meta_->protocol_version) ? options_.retry_ms : 0;
-    for (int attempt = 0;; ++attempt) {
-      exchange->stream = random_stream_id();
-      auto opened = log_.open(exchange->stream, first_request, retry);
-      if (opened) {
-        if (retry > 0) exchange->body = sse_priming(mcp::EventId{exchange->stream, 0}, retry);
-        break;
-      }
-      if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
-        throw ErrorException(std::move(opened).error());
-      }
-    }
-    live_.emplace(exchange->stream, exchange);
-  }
-  requests = false;
-  for (const auto& m : call.messages) {
-    switch (m.kind) {
-      case Message::Kind::request:
-        requests = true;
-        answer(m, exchange);
-        break;
-      case Message::Kind::notification:
-        if (m.method == "notifications/initialized" && !meta_->initialized) {
-          meta_->initialized = true;
-          store_meta();
-        } else if (m.method == "notifications/cancelled") {
-          cancel(m);
-        }
-        break;
-      case Message::Kind::result_response:
-      case Message::Kind::error_response:
-        // Answers to requests tools sent the client: each goes to its waiting tool, as
-        // part of this turn. One that matches nothing is accepted (202) and dropped: a
-        // replayed or stale answer must not fail the client.
-        take_client_reply(m);
-        break;
-    }
-  }
+  const bool requests = std::any_of(call.messages.begin(), call.messages.end(),
+                                    [](const Message& m) { return m.kind == Message::Kind::request; });
+  if (requests) open_stream(exchange, call.messages);
+  for (const auto& m : call.messages) take(m, exchange);
   if (!requests) {
-    exchange->done = true;
+    exchange->advance(Exchange::Phase::done);
     return answer_now(call, HttpResponse{202, {}, {}});
   }
-  exchange->sealed = true;
+  exchange->advance(Exchange::Phase::sealed);
   complete(exchange);
-  if (exchange->done) return;
+  if (exchange->phase == Exchange::Phase::done) return;
   // Work goes on after this turn: the response continues as a live stream.
-  exchange->streaming = true;
+  exchange->advance(Exchange::Phase::streaming);
   auto responder = std::move(exchange->responder);
   if (exchange->close_requested) {
     // A tool closed the connection at once (SSE polling): what is written so far ends
@@ -371,6 +209,74 @@ void McpSession::post(const SessionCall& call) {
     });
   }
   open_connection(exchange->stream, responder, std::move(exchange->body));
+}
+
+std::optional<HttpResponse> McpSession::refuse_post(const SessionCall& call) {
+  if (call.batch && !mcp::allows_batch(meta_->protocol_version)) return rejected(mcp::Rejection::bad_batch());
+  if (auto reused = reused_request_id(call.messages)) {
+    // Refused before anything runs or is stored. The id of the error is null, not the
+    // reused one: a client must not take this for the answer to the request still running.
+    return bad_request(std::nullopt, mcp::kInvalidRequest,
+                       "request id " + reused->to_json() +
+                           " is already in use by a request in flight in this session; use a new id");
+  }
+  // An initialize in an existing session is refused whole, before anything runs or is
+  // stored: found only while answering, it left the other elements of a batch run and a
+  // stream opened (and a lease held) that nothing would ever finish.
+  for (const auto& m : call.messages) {
+    if (m.kind == Message::Kind::request && m.method == "initialize") {
+      return bad_request(m.id, mcp::kInvalidRequest,
+                         "this session is already initialized: send initialize without "
+                         "MCP-Session-Id to start a new one");
+    }
+  }
+  return std::nullopt;
+}
+
+void McpSession::open_stream(const std::shared_ptr<Exchange>& exchange, const std::vector<Message>& messages) {
+  exchange->lease = keep_alive();
+  // The response is a stream of its own, stored as it is written. Sessions that
+  // negotiated 2025-11-25 get a priming event first, so a client can resume even a
+  // stream that dropped before any work was done.
+  auto first = std::find_if(messages.begin(), messages.end(),
+                            [](const Message& m) { return m.kind == Message::Kind::request; });
+  const std::string first_request = first->id->to_key();
+  std::int64_t retry = options_.priming && mcp::wants_priming(meta_->protocol_version) ? options_.retry_ms : 0;
+  for (int attempt = 0;; ++attempt) {
+    exchange->stream = random_stream_id();
+    auto opened = log_.open(exchange->stream, first_request, retry);
+    if (opened) {
+      if (retry > 0) exchange->body = sse_priming(mcp::EventId{exchange->stream, 0}, retry);
+      break;
+    }
+    if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
+      throw ErrorException(std::move(opened).error());
+    }
+  }
+  live_.emplace(exchange->stream, exchange);
+}
+
+void McpSession::take(const Message& m, const std::shared_ptr<Exchange>& exchange) {
+  switch (m.kind) {
+    case Message::Kind::request:
+      answer(m, exchange);
+      break;
+    case Message::Kind::notification:
+      if (m.method == "notifications/initialized" && !meta_->initialized) {
+        meta_->initialized = true;
+        store_meta();
+      } else if (m.method == "notifications/cancelled") {
+        cancel(m);
+      }
+      break;
+    case Message::Kind::result_response:
+    case Message::Kind::error_response:
+      // Answers to requests tools sent the client: each goes to its waiting tool, as
+      // part of this turn. One that matches nothing is accepted (202) and dropped: a
+      // replayed or stale answer must not fail the client.
+      take_client_reply(m);
+      break;
+  }
 }
 
 std::optional<mcp::RequestId> McpSession::reused_request_id(const std::vector<Message>& messages) {
@@ -402,13 +308,27 @@ void McpSession::cancel(const Message& notification) {
   context->cancel();
 }
 
+void McpSession::Exchange::advance(Phase next) {
+  const bool allowed = (phase == Phase::reading && (next == Phase::sealed || next == Phase::done)) ||
+                       (phase == Phase::sealed && (next == Phase::streaming || next == Phase::done)) ||
+                       (phase == Phase::streaming && next == Phase::done);
+  if (!allowed) {
+    throw std::logic_error("exchange of stream " + mcp::stream_key(stream) + ": phase " +
+                           std::to_string(static_cast<int>(phase)) + " cannot become " +
+                           std::to_string(static_cast<int>(next)));
+  }
+  phase = next;
+}
+
 void McpSession::complete(const std::shared_ptr<Exchange>& exchange) {
-  if (!exchange->sealed || exchange->outstanding > 0 || exchange->done) return;
-  exchange->done = true;
+  using Phase = Exchange::Phase;
+  if (exchange->outstanding > 0 || exchange->phase == Phase::reading || exchange->phase == Phase::done) return;
+  const bool streamed = exchange->phase == Phase::streaming;
+  exchange->advance(Phase::done);
   live_.erase(exchange->stream);
   log_.finish(exchange->stream, clock().now_ms()).value_or_throw();
   cover_finished_stream().value_or_throw();
-  if (exchange->streaming) {
+  if (streamed) {
     // The stream's connection (if the client has one open) ends after its last event.
     deliver(exchange->stream, {}, true);
     after_commit([exchange] { exchange->lease = Lease(); });
@@ -436,10 +356,10 @@ void McpSession::emit(Exchange& exchange, std::string message,
     id = log_.append(exchange.stream, message);
   }
   if (!id) throw ErrorException(std::move(id).error());
-  if (exchange.streaming) {
-    deliver(exchange.stream, sse_event(*id, message), false);
-  } else {
+  if (exchange.in_turn()) {
     exchange.body += sse_event(*id, message);
+  } else {
+    deliver(exchange.stream, sse_event(*id, message), false);
   }
   if (final_for) journal_del(*final_for);
 }
@@ -455,20 +375,20 @@ void McpSession::journal_del(const mcp::RequestId& id) {
 Result<void> McpSession::cover_finished_stream() {
   // A stream that finishes now expires after every stream already finished: an armed
   // retention alarm is early enough, and on_alarm re-arms for the next one.
-  auto armed = get_alarm(kRetentionAlarm);
+  auto armed = get_alarm(session_keys::kRetentionAlarm);
   if (!armed) return std::move(armed).error();
   if (*armed) return {};
-  return set_alarm(kRetentionAlarm, clock().now_ms() + options_.event_limits.retention_ms);
+  return set_alarm(session_keys::kRetentionAlarm, clock().now_ms() + options_.event_limits.retention_ms);
 }
 
 void McpSession::arm_retention() {
-  if (auto next = log_.next_expiry().value_or_throw()) set_alarm(kRetentionAlarm, *next).value_or_throw();
+  if (auto next = log_.next_expiry().value_or_throw()) set_alarm(session_keys::kRetentionAlarm, *next).value_or_throw();
 }
 
 void McpSession::on_alarm(const AlarmInfo& info) {
-  if (info.name == kIdleAlarm) return on_idle_alarm();
+  if (info.name == session_keys::kIdleAlarm) return on_idle_alarm();
   if (code_ && meta_ && code_->on_alarm(info)) return;
-  if (info.name != kRetentionAlarm) return;
+  if (info.name != session_keys::kRetentionAlarm) return;
   log_.expire(clock().now_ms()).value_or_throw();
   arm_retention();
 }
@@ -573,9 +493,10 @@ HttpResponse McpSession::remove() {
 void McpSession::erase() {
   // Index entries live outside the session's keys: delete_all() would leave them.
   ListOptions journal;
-  journal.prefix = std::string(kJournalPrefix);
+  journal.prefix = std::string(session_keys::kJournal);
   for (const auto& kv : list(journal).value_or_throw()) {
-    index_del(kInflightIndex, inflight_key(kv.key.substr(kJournalPrefix.size()))).value_or_throw();
+    auto request_key = session_keys::journal_request_key(kv.key);
+    if (request_key) index_del(kInflightIndex, inflight_key(*request_key)).value_or_throw();
   }
   erase_subscriptions();
   if (code_) code_->erase();
@@ -595,7 +516,7 @@ void McpSession::erase() {
 }
 
 void McpSession::store_meta() {
-  put(mcp::kSessionMetaKey, meta_->to_json()).value_or_throw();
+  put(session_keys::kMeta, meta_->to_json()).value_or_throw();
 }
 
 Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options) {

@@ -50,12 +50,6 @@ namespace code_detail {
 using session_internal::JsonWriter;
 
 
-inline constexpr std::string_view kRecordPrefix = "x/r/";
-inline constexpr std::string_view kJournalChunkPrefix = "x/j/";
-inline constexpr std::string_view kSettledPrefix = "x/o/";
-inline constexpr std::string_view kAnswerPrefix = "approval-response:";
-inline constexpr std::string_view kCodeStoragePrefix = "c/";
-inline constexpr std::string_view kApprovalAlarmPrefix = "approval/";
 // Journal chunks stay well under the storage value limit (128 KiB by default).
 inline constexpr std::size_t kChunkBytes = 64 * 1024;
 // tools.storage keys: as the session's own keys allow, with room for the prefix.
@@ -64,11 +58,6 @@ inline constexpr std::size_t kMaxCodeKeyBytes = 512;
 inline constexpr std::string_view kApprovalSchema = R"({"type":"object","properties":{}})";
 
 
-inline std::string chunk_key(const std::string& id, std::uint32_t n) {
-  char digits[16];
-  std::snprintf(digits, sizeof digits, "%06u", n);
-  return std::string(kJournalChunkPrefix) + id + "/" + digits;
-}
 
 inline std::string random_hex(std::size_t bytes) {
   std::vector<unsigned char> raw(bytes);
@@ -197,7 +186,11 @@ class McpSession::Code {
   // the JSON error reply for the page.
   std::variant<Record, std::string> check_approval_token(const std::string& id, const std::string& token);
   void on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
+  // The built-in paths (mcp_session_code_builtins.cpp): search, describe.tool, storage.*.
   void builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
+  // storage.* over the session's c/ keys: ok and the JSON value, or not ok and the error
+  // the code's promise rejects with.
+  std::pair<bool, std::string> storage_call(const std::string& path, const rapidjson::Value& args);
   void ask_approval(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
                     const mcp::ToolRegistry::Entry& entry);
   void run_tool(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,

@@ -87,7 +87,7 @@ std::optional<McpSession::Code::Record> McpSession::Code::Record::from_json(std:
 }
 
 std::optional<McpSession::Code::Record> McpSession::Code::read_record(const std::string& id) {
-  auto stored = session_.get(std::string(kRecordPrefix) + id).value_or_throw();
+  auto stored = session_.get(session_keys::execution(id)).value_or_throw();
   if (!stored) return std::nullopt;
   auto record = Record::from_json(*stored);
   if (!record) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + id + ": malformed record"});
@@ -98,7 +98,7 @@ void McpSession::Code::write_record(const Record& record, const engine::Journal*
   if (journal) {
     // The old chunks go first: a journal only grows, but its chunk count is the record's.
     if (auto old = read_record(record.id)) {
-      for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(chunk_key(record.id, n)).value_or_throw();
+      for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(session_keys::execution_journal_chunk(record.id, n)).value_or_throw();
     }
   }
   Record r = record;
@@ -112,16 +112,16 @@ void McpSession::Code::write_record(const Record& record, const engine::Journal*
     engine::wire::encode_journal(*journal, bytes);
     r.chunks = 0;
     for (std::size_t at = 0; at < bytes.size(); at += kChunkBytes) {
-      session_.put(chunk_key(r.id, r.chunks++), std::string_view(bytes).substr(at, kChunkBytes)).value_or_throw();
+      session_.put(session_keys::execution_journal_chunk(r.id, r.chunks++), std::string_view(bytes).substr(at, kChunkBytes)).value_or_throw();
     }
   }
-  session_.put(std::string(kRecordPrefix) + r.id, r.to_json()).value_or_throw();
+  session_.put(session_keys::execution(r.id), r.to_json()).value_or_throw();
 }
 
 engine::Journal McpSession::Code::read_journal(Record& record) {
   std::string bytes;
   for (std::uint32_t n = 0; n < record.chunks; ++n) {
-    auto chunk = session_.get(chunk_key(record.id, n)).value_or_throw();
+    auto chunk = session_.get(session_keys::execution_journal_chunk(record.id, n)).value_or_throw();
     if (!chunk) throw ErrorException(Error{ErrorCode::corruption, "paused execution " + record.id + ": journal chunk missing"});
     bytes += *chunk;
   }
@@ -142,17 +142,17 @@ engine::Journal McpSession::Code::read_journal(Record& record) {
 bool McpSession::Code::settle_record(const std::string& id, const mcp::ToolResult& result) {
   auto old = read_record(id);
   if (!old) return false;
-  for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(chunk_key(id, n)).value_or_throw();
-  session_.del(std::string(kRecordPrefix) + id).value_or_throw();
-  session_.del(std::string(kAnswerPrefix) + id).value_or_throw();
-  session_.delete_alarm(std::string(kApprovalAlarmPrefix) + id).value_or_throw();
+  for (std::uint32_t n = 0; n < old->chunks; ++n) session_.del(session_keys::execution_journal_chunk(id, n)).value_or_throw();
+  session_.del(session_keys::execution(id)).value_or_throw();
+  session_.del(session_keys::approval_answer(id)).value_or_throw();
+  session_.delete_alarm(session_keys::approval_alarm(id)).value_or_throw();
   store_settled(id, result);
   tell_directory(caf::make_message(OwnerDelete{id}), id);
   return true;
 }
 
 std::optional<mcp::ToolResult> McpSession::Code::read_settled(const std::string& id) {
-  auto stored = session_.get(std::string(kSettledPrefix) + id).value_or_throw();
+  auto stored = session_.get(session_keys::settled(id)).value_or_throw();
   if (!stored) return std::nullopt;
   rapidjson::Document doc;
   doc.Parse(stored->c_str());
@@ -163,7 +163,7 @@ std::optional<mcp::ToolResult> McpSession::Code::read_settled(const std::string&
 
 void McpSession::Code::store_settled(const std::string& id, const mcp::ToolResult& result) {
   ListOptions all;
-  all.prefix = std::string(kSettledPrefix);
+  all.prefix = std::string(session_keys::kSettled);
   auto kept = session_.list(all).value_or_throw();
   // Oldest first by the time each was stored; drop what the new one pushes out.
   std::vector<std::pair<std::int64_t, std::string>> order;
@@ -185,7 +185,7 @@ void McpSession::Code::store_settled(const std::string& id, const mcp::ToolResul
   w.Key("result");
   w.RawValue(result.json.data(), result.json.size(), rapidjson::kObjectType);
   w.EndObject();
-  auto stored = session_.put(std::string(kSettledPrefix) + id, buffer.GetString());
+  auto stored = session_.put(session_keys::settled(id), buffer.GetString());
   if (!stored && is_input_error(stored.error().code)) {
     // Too large to keep: a repeated resume then finds no owner and answers execution_expired.
     log::warn("execution_outcome_not_kept", {{"session", session_.session_id_}, {"execution", id},
@@ -196,7 +196,7 @@ void McpSession::Code::store_settled(const std::string& id, const mcp::ToolResul
 }
 
 std::optional<McpSession::Code::Answer> McpSession::Code::take_answer(const std::string& id) {
-  const std::string key = std::string(kAnswerPrefix) + id;
+  const std::string key = session_keys::approval_answer(id);
   auto stored = session_.get(key).value_or_throw();
   if (!stored) return std::nullopt;
   session_.del(key).value_or_throw();

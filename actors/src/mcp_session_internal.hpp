@@ -18,13 +18,18 @@
 #include <string>
 #include <vector>
 
-#include "dorm/actors/mcp_session.hpp"
+#include "mcp_session.hpp"
 #include "dorm/mcp/event_id.hpp"
 #include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/request_checks.hpp"
+#include "dorm/mcp/session_keys.hpp"
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::actors {
+
+// The session's key layout (dorm/mcp/session_keys.hpp).
+namespace session_keys = mcp::session_keys;
+
 namespace session_internal {
 
 
@@ -98,16 +103,8 @@ inline std::uint64_t random_stream_id() {
   return id;
 }
 
-using mcp::kJournalPrefix;
-// The standalone stream's cursor: the id of the last event a GET carried (or its seq 0).
-constexpr std::string_view kStandaloneKey = "g";
 // Runtime index of sessions with requests in flight: <session object id>/<request key>.
 using mcp::kInflightIndex;
-// The alarm that removes finished streams once their retention has passed.
-constexpr std::string_view kRetentionAlarm = "streams";
-// The idle policy's alarm, and the key of the last client request's time.
-constexpr std::string_view kIdleAlarm = "idle";
-constexpr std::string_view kLastActivityKey = "a";
 
 // MCP log levels (RFC 5424 severities), least severe first.
 constexpr std::array<std::string_view, 8> kLogLevels = {
@@ -146,18 +143,35 @@ inline void run_tool_step(const std::function<void()>& step, const std::function
 // ---- exchanges and tool contexts ----
 
 struct McpSession::Exchange {
+  // Where the exchange is; each state names the states that may follow it.
+  enum class Phase {
+    reading,    // the POST's own turn reads its messages; events go into `body`
+                // → sealed, or done (nothing needed an answer: 202)
+    sealed,     // every message has been seen, still in the POST's turn
+                // → done (all answered in the turn: one plain response), or streaming
+    streaming,  // the response went to a connection, or was ended early; events go to
+                // the stream's connection → done
+    done,       // the stream is complete (final)
+  };
+
+  // Moves to `next`; a transition the list above does not allow is a defect in the
+  // session and throws std::logic_error (failing the turn, committing nothing).
+  void advance(Phase next);
+  // Whether the POST's own turn is still running, so events open its response body.
+  bool in_turn() const { return phase == Phase::reading || phase == Phase::sealed; }
+
+  Phase phase = Phase::reading;
   // The POST's HTTP request, until its response starts.
   std::shared_ptr<mcp::Responder> responder;
   std::uint64_t stream = 0;
   // The events written while the POST's own turn runs (each stored in the event log
   // first): they open the response. Later events go to the stream's connection.
   std::string body;
-  int outstanding = 0;   // tool calls not finished
-  bool sealed = false;   // every message of the POST has been seen
-  bool done = false;     // the stream is complete
-  bool streaming = false;  // the response went to a connection (or was closed early)
-  bool close_requested = false;  // a tool asked to close the connection (SSE polling)
-  Lease lease;           // a session with work in flight is never evicted
+  int outstanding = 0;  // tool calls not finished
+  // A tool asked, during the POST's turn, to end the response early (SSE polling): the
+  // move to streaming answers with the body so far instead of opening a connection.
+  bool close_requested = false;
+  Lease lease;  // a session with work in flight is never evicted
 };
 
 // One open SSE connection of this session: its sink actor and the lease that keeps the
@@ -180,8 +194,7 @@ class McpSession::Storage : public mcp::ToolStorage {
   Result<bool> del(std::string_view key) override { return session_.del(prefixed(key)); }
 
  private:
-  // Tools' keys live apart from the session's own ("meta", later the event logs).
-  static std::string prefixed(std::string_view key) { return "t/" + std::string(key); }
+  static std::string prefixed(std::string_view key) { return session_keys::tool_data(key); }
   McpSession& session_;
 };
 

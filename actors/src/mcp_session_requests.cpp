@@ -9,7 +9,7 @@
 // and is dropped. Pending requests live in memory only: the tools/call that waits on
 // one is in the journal, so a restart reaps that call, and the client's late answer is
 // accepted (202) and dropped like any answer to a request this activation never sent.
-#include "dorm/actors/mcp_session.hpp"
+#include "mcp_session.hpp"
 
 #include "mcp_session_internal.hpp"
 

@@ -5,7 +5,7 @@
 // A subscription is a key of the session (s/<uri>) plus an index entry, written in the
 // subscribing request's batch and removed together (unsubscribe, DELETE, TTL), so a
 // subscription made before a crash still gets its updates after it.
-#include "dorm/actors/mcp_session.hpp"
+#include "mcp_session.hpp"
 #include "dorm/actors/resource_updates.hpp"
 
 #include "mcp_session_internal.hpp"
@@ -20,11 +20,9 @@ using namespace session_internal;
 
 namespace {
 
-constexpr std::string_view kSubscriptionPrefix = "s/";
 constexpr std::size_t kScanPage = 1024;
 
 
-std::string subscription_key(std::string_view uri) { return std::string(kSubscriptionPrefix) + std::string(uri); }
 
 // <uri> NUL <session object id>: a subscriber scan of one uri is one prefix.
 std::string subscriber_entry(std::string_view uri, std::string_view session_object_id) {
@@ -95,10 +93,10 @@ std::string McpSession::subscribe(const Message& request, bool on) {
   }
   const std::string entry = subscriber_entry(text, id().to_string());
   if (on) {
-    put(subscription_key(text), "").value_or_throw();
+    put(session_keys::subscription(text), "").value_or_throw();
     index_put(kResourceSubscribersIndex, entry, "").value_or_throw();
   } else {
-    del(subscription_key(text)).value_or_throw();
+    del(session_keys::subscription(text)).value_or_throw();
     index_del(kResourceSubscribersIndex, entry).value_or_throw();
   }
   return mcp::result_response(*request.id, "{}");
@@ -111,7 +109,7 @@ void McpSession::on_resource_updated(const mcp::ResourceUpdated& update) {
     index_del(kResourceSubscribersIndex, subscriber_entry(update.uri, id().to_string())).value_or_throw();
     return dispose_empty();
   }
-  if (!get(subscription_key(update.uri)).value_or_throw()) return;
+  if (!get(session_keys::subscription(update.uri)).value_or_throw()) return;
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
@@ -132,9 +130,9 @@ void McpSession::tell_subscribers(std::string_view uri) {
 
 void McpSession::erase_subscriptions() {
   ListOptions options;
-  options.prefix = std::string(kSubscriptionPrefix);
+  options.prefix = std::string(session_keys::kSubscriptions);
   for (const auto& kv : list(options).value_or_throw()) {
-    auto uri = std::string_view(kv.key).substr(kSubscriptionPrefix.size());
+    auto uri = session_keys::parse_subscription(kv.key).value_or("");
     index_del(kResourceSubscribersIndex, subscriber_entry(uri, id().to_string())).value_or_throw();
   }
 }

@@ -54,7 +54,7 @@ void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Resp
 void McpSession::close_connection(Exchange& exchange) {
   // Only a stream the client can resume may be closed before it is complete.
   if (!mcp::wants_priming(meta_->protocol_version) || !options_.priming) return;
-  if (!exchange.streaming) {
+  if (exchange.in_turn()) {
     exchange.close_requested = true;
     return;
   }
@@ -66,7 +66,7 @@ void McpSession::close_connection(Exchange& exchange) {
 
 std::uint64_t McpSession::standalone_stream() {
   if (standalone_) return standalone_->stream;
-  if (auto stored = get(kStandaloneKey).value_or_throw()) {
+  if (auto stored = get(session_keys::kStandaloneCursor).value_or_throw()) {
     auto cursor = mcp::parse_event_id(*stored);
     if (!cursor) throw std::runtime_error("corrupt standalone stream cursor '" + *stored + "'");
     standalone_ = *cursor;
@@ -90,7 +90,7 @@ std::uint64_t McpSession::standalone_stream() {
 }
 
 void McpSession::store_standalone_cursor() {
-  put(kStandaloneKey, standalone_->to_string()).value_or_throw();
+  put(session_keys::kStandaloneCursor, standalone_->to_string()).value_or_throw();
 }
 
 void McpSession::emit_standalone(std::string message) {
@@ -164,16 +164,16 @@ void McpSession::resume(const SessionCall& call) {
 // (the TTL alarm) or a restart.
 void McpSession::note_activity() {
   auto now = clock().now_ms();
-  put(kLastActivityKey, std::to_string(now)).value_or_throw();
+  put(session_keys::kLastActivity, std::to_string(now)).value_or_throw();
   const std::int64_t deadline = now + options_.idle.idle_after.count();
-  auto current = get_alarm(kIdleAlarm).value_or_throw();
+  auto current = get_alarm(session_keys::kIdleAlarm).value_or_throw();
   if (current && *current <= deadline) return;
-  set_alarm(kIdleAlarm, deadline).value_or_throw();
+  set_alarm(session_keys::kIdleAlarm, deadline).value_or_throw();
 }
 
 void McpSession::on_idle_alarm() {
   if (!meta_) return;  // deleted meanwhile
-  auto stored = get(kLastActivityKey).value_or_throw();
+  auto stored = get(session_keys::kLastActivity).value_or_throw();
   std::int64_t last = stored ? std::stoll(*stored) : meta_->created_ms;
   auto now = clock().now_ms();
   if (now - last >= options_.session_ttl.count()) {
@@ -188,11 +188,11 @@ void McpSession::on_idle_alarm() {
   input.busy = !live_.empty() || !connections_.empty() || (code_ && code_->running());
   auto decision = mcp::decide(options_.idle, input);
   if (decision.action == mcp::IdleDecision::Action::wait) {
-    set_alarm(kIdleAlarm, decision.wake_at_ms).value_or_throw();
+    set_alarm(session_keys::kIdleAlarm, decision.wake_at_ms).value_or_throw();
     return;
   }
   // Out of memory until the next request; the alarm comes back for the TTL.
-  set_alarm(kIdleAlarm, last + options_.session_ttl.count()).value_or_throw();
+  set_alarm(session_keys::kIdleAlarm, last + options_.session_ttl.count()).value_or_throw();
   log::debug("session_disposed", {{"session", session_id_}, {"idle_ms", now - last}, {"row", decision.row}});
   dispose();
 }

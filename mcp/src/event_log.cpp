@@ -6,27 +6,12 @@
 
 #include <algorithm>
 
+#include "dorm/mcp/session_keys.hpp"
+
 namespace dorm::mcp {
 namespace {
 
-constexpr std::string_view kStreamPrefix = "l/";
-constexpr std::string_view kEventPrefix = "e/";
-
-std::string record_key(std::uint64_t stream) { return std::string(kStreamPrefix) + stream_key(stream); }
-
-std::string events_prefix(std::uint64_t stream) {
-  return std::string(kEventPrefix) + stream_key(stream) + "/";
-}
-
-std::string event_prefix(std::uint64_t stream, std::uint64_t seq) {
-  return events_prefix(stream) + fixed_hex(seq, 16) + "/";
-}
-
-// The seq a chunk key belongs to ("e/<stream>/<seq>/<chunk>").
-std::optional<std::uint64_t> seq_of(std::string_view key, std::size_t prefix_size) {
-  if (key.size() < prefix_size + 16) return std::nullopt;
-  return parse_fixed_hex(key.substr(prefix_size, 16));
-}
+using session_keys::stream_record;
 
 std::string encode(const StreamRecord& r) {
   rapidjson::StringBuffer buffer;
@@ -81,11 +66,11 @@ Result<StreamRecord> decode(std::uint64_t id, std::string_view json) {
 }  // namespace
 
 Result<void> EventLog::save(const StreamRecord& record) {
-  return store_.put(record_key(record.id), encode(record));
+  return store_.put(stream_record(record.id), encode(record));
 }
 
 Result<std::optional<StreamRecord>> EventLog::stream(std::uint64_t id) {
-  auto raw = store_.get(record_key(id));
+  auto raw = store_.get(stream_record(id));
   if (!raw) return std::move(raw).error();
   if (!*raw) return std::optional<StreamRecord>{};
   auto record = decode(id, **raw);
@@ -94,13 +79,13 @@ Result<std::optional<StreamRecord>> EventLog::stream(std::uint64_t id) {
 }
 
 Result<std::vector<StreamRecord>> EventLog::streams() {
-  auto rows = store_.list(kStreamPrefix);
+  auto rows = store_.list(session_keys::kStreams);
   if (!rows) return std::move(rows).error();
   std::vector<StreamRecord> out;
   for (const auto& kv : *rows) {
-    auto id = parse_event_id(kv.key.substr(kStreamPrefix.size()) + "-0");
+    auto id = session_keys::parse_stream_record(kv.key);
     if (!id) return Error{ErrorCode::corruption, "stream key '" + kv.key + "' is malformed"};
-    auto record = decode(id->stream, kv.value);
+    auto record = decode(*id, kv.value);
     if (!record) return std::move(record).error();
     out.push_back(std::move(*record));
   }
@@ -129,7 +114,7 @@ Result<StreamRecord> EventLog::open(std::uint64_t id, std::string_view request,
 }
 
 Result<std::size_t> EventLog::remove_event(std::uint64_t stream, std::uint64_t seq) {
-  auto chunks = store_.list(event_prefix(stream, seq));
+  auto chunks = store_.list(session_keys::event(stream, seq));
   if (!chunks) return std::move(chunks).error();
   std::size_t bytes = 0;
   for (const auto& kv : *chunks) {
@@ -153,12 +138,11 @@ Result<EventId> EventLog::append(std::uint64_t id, std::string_view data) {
     return Error{ErrorCode::invalid_argument, "stream " + stream_key(id) + " has finished"};
   }
   std::uint64_t seq = r.next++;
-  std::string prefix = event_prefix(id, seq);
   std::size_t chunk = std::max<std::size_t>(1, limits_.chunk_bytes);
   std::size_t n = 0;
   do {
     auto part = data.substr(std::min(data.size(), n * chunk), chunk);
-    if (auto ok = store_.put(prefix + fixed_hex(n, 4), part); !ok) return std::move(ok).error();
+    if (auto ok = store_.put(session_keys::event_chunk(id, seq, static_cast<std::uint32_t>(n)), part); !ok) return std::move(ok).error();
     ++n;
   } while (n * chunk < data.size());
   r.bytes += data.size();
@@ -212,12 +196,11 @@ Result<std::vector<StoredEvent>> EventLog::events(std::uint64_t id) {
 }
 
 Result<std::vector<StoredEvent>> EventLog::read_from(std::uint64_t id, std::uint64_t start) {
-  std::string prefix = events_prefix(id);
-  auto rows = store_.list(prefix, prefix + fixed_hex(start, 16));
+  auto rows = store_.list(session_keys::stream_events(id), session_keys::event(id, start));
   if (!rows) return std::move(rows).error();
   std::vector<StoredEvent> out;
   for (const auto& kv : *rows) {
-    auto seq = seq_of(kv.key, prefix.size());
+    auto seq = session_keys::parse_event_seq(id, kv.key);
     if (!seq) return Error{ErrorCode::corruption, "event key '" + kv.key + "' is malformed"};
     if (out.empty() || out.back().id.seq != *seq) out.push_back(StoredEvent{EventId{id, *seq}, {}});
     out.back().data += kv.value;
@@ -231,12 +214,12 @@ Result<std::size_t> EventLog::expire(std::int64_t now_ms) {
   std::size_t removed = 0;
   for (const auto& r : *all) {
     if (!r.finished || r.finished_ms + limits_.retention_ms > now_ms) continue;
-    auto rows = store_.list(events_prefix(r.id));
+    auto rows = store_.list(session_keys::stream_events(r.id));
     if (!rows) return std::move(rows).error();
     for (const auto& kv : *rows) {
       if (auto ok = store_.del(kv.key); !ok) return std::move(ok).error();
     }
-    if (auto ok = store_.del(record_key(r.id)); !ok) return std::move(ok).error();
+    if (auto ok = store_.del(stream_record(r.id)); !ok) return std::move(ok).error();
     ++removed;
   }
   return removed;

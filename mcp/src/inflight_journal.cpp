@@ -4,13 +4,10 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "dorm/mcp/session_keys.hpp"
 #include "dorm/runtime/object_id.hpp"
 
 namespace dorm::mcp {
-
-std::string journal_key(const RequestId& request) {
-  return std::string(kJournalPrefix) + request.to_key();
-}
 
 std::string JournalRecord::to_json() const {
   rapidjson::StringBuffer buffer;
@@ -55,27 +52,28 @@ Result<JournalRecord> JournalRecord::from_json(const RequestId& request, std::st
 Result<void> InflightJournal::put(const JournalRecord& record) {
   // Record and index entry in one batch: whoever scans the index finds the session
   // through the entry and the request through the record, or neither.
-  if (auto ok = store_.put(journal_key(record.request), record.to_json()); !ok) return ok;
+  if (auto ok = store_.put(session_keys::journal(record.request), record.to_json()); !ok) return ok;
   return index_.put(record.request.to_key());
 }
 
 Result<bool> InflightJournal::contains(const RequestId& request) {
-  auto stored = store_.get(journal_key(request));
+  auto stored = store_.get(session_keys::journal(request));
   if (!stored) return std::move(stored).error();
   return stored->has_value();
 }
 
 Result<void> InflightJournal::del(const RequestId& request) {
-  if (auto ok = store_.del(journal_key(request)); !ok) return std::move(ok).error();
+  if (auto ok = store_.del(session_keys::journal(request)); !ok) return std::move(ok).error();
   return index_.del(request.to_key());
 }
 
 Result<InflightJournal::Listing> InflightJournal::list() {
-  auto rows = store_.list(kJournalPrefix);
+  auto rows = store_.list(session_keys::kJournal);
   if (!rows) return std::move(rows).error();
   Listing out;
   for (auto& kv : *rows) {
-    auto request = RequestId::from_key(std::string_view(kv.key).substr(kJournalPrefix.size()));
+    auto request_key = session_keys::journal_request_key(kv.key);
+    auto request = request_key ? RequestId::from_key(*request_key) : std::nullopt;
     if (!request) {
       out.unreadable.emplace_back(
           kv.key, Error{ErrorCode::corruption, "journal key '" + kv.key + "' names no request id"});

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <variant>
 
+#include "dorm/mcp/session_keys.hpp"
+
 namespace dorm::mcp {
 namespace {
 
@@ -92,7 +94,7 @@ Result<Reaper::Plan> Reaper::find(const Epoch& current) {
     if (!stream && stream.error().code == ErrorCode::corruption) {
       // Left in place like an unreadable record: one bad stream must not keep the whole
       // session from starting, and nothing can be appended to it anyway.
-      plan.unreadable.emplace_back(journal_key(record.request), std::move(stream).error());
+      plan.unreadable.emplace_back(session_keys::journal(record.request), std::move(stream).error());
       continue;
     }
     if (!stream) return std::move(stream).error();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dorm/mcp/session_keys.hpp"
+
 namespace dorm::mcp {
 
 Result<std::optional<std::string>> ReadOnlySessionStore::get(std::string_view key) {
@@ -32,7 +34,7 @@ Result<std::vector<storage::KeyValue>> ReadOnlySessionStore::list(std::string_vi
 
 Result<SessionSnapshot> read_session(SessionStore& store, const SnapshotOptions& options) {
   SessionSnapshot out;
-  auto meta = store.get(kSessionMetaKey);
+  auto meta = store.get(session_keys::kMeta);
   if (!meta) return std::move(meta).error();
   if (*meta) {
     auto parsed = SessionMeta::from_json(**meta);
@@ -69,10 +71,10 @@ Result<SessionSnapshot> read_session(SessionStore& store, const SnapshotOptions&
     }
   }
 
-  auto journal = store.list(kJournalPrefix);
+  auto journal = store.list(session_keys::kJournal);
   if (!journal) return std::move(journal).error();
   for (const auto& kv : *journal) {
-    std::string request_key = kv.key.substr(kJournalPrefix.size());
+    std::string request_key(session_keys::journal_request_key(kv.key).value_or(""));
     auto request = RequestId::from_key(request_key);
     if (!request) {
       out.problems.push_back("journal record " + request_key + ": the key names no request id");

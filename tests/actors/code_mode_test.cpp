@@ -3,6 +3,8 @@
 // their own thread. Pausing to storage, resuming by replay after crash(), the approval
 // alarm, a resumption cut short by a crash, and the owner directory's expiry.
 #include <doctest/doctest.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <chrono>
 

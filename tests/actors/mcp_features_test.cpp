@@ -2,6 +2,8 @@
 // that list exactly what is registered, resources (list, templates, read, subscribe),
 // prompts, completion, and structured tool output held to its schema.
 #include <doctest/doctest.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "dorm/actors/resource_updates.hpp"
 #include "session_fixture.hpp"

@@ -12,6 +12,7 @@
 
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
+#include "dorm/mcp/session_call.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/event_id.hpp"
 #include "dorm/mcp/reap_telemetry.hpp"

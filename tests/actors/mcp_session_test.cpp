@@ -13,6 +13,8 @@
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/endpoint.hpp"
+#include "dorm/mcp/inflight_journal.hpp"
+#include "dorm/mcp/session_keys.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/keys.hpp"
@@ -370,7 +372,7 @@ TEST_CASE("logging/setLevel: a valid level is stored, anything else is -32602") 
   f.restart();
   // The level is part of the stored metadata.
   auto id = f.runtime->id_from_name(actors::kMcpSessionNamespace, s);
-  auto raw = f.memory.get(keys::object_prefix(id.ns(), id.body()) + keys::kObjectData + std::string(mcp::kSessionMetaKey));
+  auto raw = f.memory.get(keys::object_prefix(id.ns(), id.body()) + keys::kObjectData + std::string(mcp::session_keys::kMeta));
   REQUIRE(raw.ok());
   REQUIRE(raw->has_value());
   CHECK(mcp::SessionMeta::from_json(**raw)->log_level == "debug");

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "dorm/mcp/reap_telemetry.hpp"
+#include "dorm/mcp/session_keys.hpp"
 #include "map_store.hpp"
 
 using namespace dorm;
@@ -114,7 +115,7 @@ TEST_CASE(
   CHECK(back->request == r.request);
   CHECK(back->stream == r.stream);
   CHECK(back->epoch == r.epoch);
-  CHECK(journal_key(RequestId(std::string("a/b"))) == "j/s:a/b");
+  CHECK(session_keys::journal(RequestId(std::string("a/b"))) == "j/s:a/b");
 
   struct Bad {
     const char* json;

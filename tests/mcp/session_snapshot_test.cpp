@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "dorm/mcp/jsonrpc.hpp"
+#include "dorm/mcp/session_keys.hpp"
 #include "dorm/storage/memory_backend.hpp"
 
 using namespace dorm;
@@ -75,7 +76,7 @@ TEST_CASE("read_session: metadata, streams with their decoded events, and journa
   meta.client_info = R"({"name":"raw-test","version":"1"})";
   meta.created_ms = 1'700'000'000'000;
   meta.initialized = true;
-  REQUIRE(writer.put(kSessionMetaKey, meta.to_json()).ok());
+  REQUIRE(writer.put(session_keys::kMeta, meta.to_json()).ok());
   EventLog log(writer);
   REQUIRE(log.open(0x1111, "i:1", 500).ok());
   const std::string result =
@@ -85,7 +86,7 @@ TEST_CASE("read_session: metadata, streams with their decoded events, and journa
   REQUIRE(log.open(0x2222, "i:2", 500).ok());
   for (int i = 0; i < 5; ++i) REQUIRE(log.append(0x2222, R"({"jsonrpc":"2.0","method":"n"})").ok());
   REQUIRE(
-      writer.put(std::string(kJournalPrefix) + "i:2", JournalRecord{RequestId(std::int64_t{2}), 0x2222, Epoch{1, 7}}.to_json()).ok());
+      writer.put(std::string(session_keys::kJournal) + "i:2", JournalRecord{RequestId(std::int64_t{2}), 0x2222, Epoch{1, 7}}.to_json()).ok());
 
   ReadOnlySessionStore reader(backend, prefix);
   SnapshotOptions options;
@@ -124,9 +125,9 @@ TEST_CASE("read_session: metadata, streams with their decoded events, and journa
 TEST_CASE("read_session: a record that does not decode is reported, and the rest is still read") {
   storage::MemoryBackend backend;
   WritableStore writer(backend, "s/");
-  REQUIRE(writer.put(kSessionMetaKey, "{broken").ok());
-  REQUIRE(writer.put(std::string(kJournalPrefix) + "i:1", "nonsense").ok());
-  REQUIRE(writer.put(std::string(kJournalPrefix) + "i:2", JournalRecord{RequestId(std::int64_t{2}), 5, Epoch{1, 2}}.to_json()).ok());
+  REQUIRE(writer.put(session_keys::kMeta, "{broken").ok());
+  REQUIRE(writer.put(std::string(session_keys::kJournal) + "i:1", "nonsense").ok());
+  REQUIRE(writer.put(std::string(session_keys::kJournal) + "i:2", JournalRecord{RequestId(std::int64_t{2}), 5, Epoch{1, 2}}.to_json()).ok());
   EventLog log(writer);
   REQUIRE(log.open(5, "i:2", 0).ok());
   ReadOnlySessionStore reader(backend, "s/");

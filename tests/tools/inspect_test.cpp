@@ -9,6 +9,7 @@
 
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
+#include "dorm/mcp/session_call.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/runtime/keys.hpp"
 #include "runtime_fixture.hpp"

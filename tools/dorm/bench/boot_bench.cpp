@@ -42,6 +42,7 @@
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
+#include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/session_id.hpp"
 #include "dorm/runtime/log.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"

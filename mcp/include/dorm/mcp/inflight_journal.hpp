@@ -33,8 +33,6 @@ namespace dorm::mcp {
 
 // The runtime index that lists every session's in-flight requests.
 inline constexpr std::string_view kInflightIndex = "mcp.inflight";
-// Where journal records live inside a session's keys.
-inline constexpr std::string_view kJournalPrefix = "j/";
 
 // One in-flight request: where its answer goes and who was running it.
 struct JournalRecord {
@@ -49,9 +47,6 @@ struct JournalRecord {
   // the wrong type, a stream that is not 16 lowercase hex digits).
   static Result<JournalRecord> from_json(const RequestId& request, std::string_view json);
 };
-
-// The storage key of the record for `request`.
-std::string journal_key(const RequestId& request);
 
 // The runtime-index half of the journal. The session object implements it with its
 // turn's index_put/index_del, so an entry is written in the same batch as its record.

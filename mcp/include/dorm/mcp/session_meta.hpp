@@ -30,7 +30,4 @@ struct SessionMeta {
   static Result<SessionMeta> from_json(std::string_view json);
 };
 
-// The storage key of a session's metadata inside its object.
-inline constexpr std::string_view kSessionMetaKey = "meta";
-
 }  // namespace dorm::mcp
