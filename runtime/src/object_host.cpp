@@ -9,12 +9,6 @@
 namespace dorm::detail {
 namespace {
 
-Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
-  return Error{ErrorCode::limit_exceeded, std::string(what) + " of " + std::to_string(size) +
-                                              " bytes exceeds the limit of " +
-                                              std::to_string(limit) + " bytes"};
-}
-
 Error outside_turn() {
   return Error{ErrorCode::invalid_argument, "object storage used outside a turn"};
 }
@@ -30,13 +24,11 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* 
       runtime_(runtime),
       impl_(impl),
       id_(std::move(id)),
-      root_(keys::object_prefix(id_.ns(), id_.body())),
-      prefix_(root_ + keys::kObjectData),
       activation_(std::move(activation)),
       object_(std::move(object)),
       start_reason_(reason),
       epoch_(epoch),
-      batch_(impl->backend),
+      storage_(impl->backend, impl->options.limits, id_, epoch),
       idle_timeout_(idle_timeout),
       trace_(std::move(cause)) {
   object_->host_ = this;
@@ -49,7 +41,7 @@ ObjectHost::~ObjectHost() {
 template <class Body>
 caf::error ObjectHost::run_turn(const char* what, Body&& body) {
   in_turn_ = true;
-  turn_error_.reset();
+  storage_.begin_turn();
   caf::error failure;
   try {
     body();
@@ -59,9 +51,8 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
   if (!failure) {
     failure = finish_turn();
   } else {
-    batch_.clear();
+    storage_.discard();
     outbox_.clear();
-    earliest_alarm_set_.reset();
   }
   in_turn_ = false;
   return failure;
@@ -201,7 +192,7 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   span.set_attribute(trace::attr::kAlarmLatenessMs, now - invocation.scheduled_ms);
   span.set_attribute(trace::attr::kAlarmExhausted, invocation.exhausted);
   auto failure = run_turn(invocation.exhausted ? "on_alarm_exhausted" : "on_alarm", [&] {
-    auto record = read_alarm(invocation.name).value_or_throw();
+    auto record = storage_.read_alarm(invocation.name).value_or_throw();
     // Set again or deleted since the scheduler read the index: that delivery is stale.
     if (!record || record->version != invocation.version) {
       span.set_attribute("dorm.alarm.stale", true);
@@ -214,8 +205,8 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
       object_->on_alarm(info);
     }
     // Clear the delivered version only: a handler that set the alarm again keeps it.
-    auto after = read_alarm(invocation.name).value_or_throw();
-    if (after && after->version == invocation.version) remove_alarm(invocation.name, *after);
+    auto after = storage_.read_alarm(invocation.name).value_or_throw();
+    if (after && after->version == invocation.version) storage_.remove_alarm(invocation.name, *after);
   });
   if (activation_) activation_->accepted.fetch_sub(1);
   if (failure) {
@@ -231,57 +222,19 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   touch();
 }
 
-Result<std::optional<AlarmRecord>> ObjectHost::read_alarm(std::string_view name) {
-  auto raw = batch_.get(root_ + keys::kObjectAlarm + std::string(name));
-  if (!raw) return std::move(raw).error();
-  if (!*raw) return std::optional<AlarmRecord>{};
-  auto record = decode_record(**raw);
-  if (!record) {
-    return Error{ErrorCode::corruption, "alarm record '" + std::string(name) + "' is malformed"};
-  }
-  return std::optional<AlarmRecord>{std::move(*record)};
-}
-
-void ObjectHost::remove_alarm(std::string_view name, const AlarmRecord& record) {
-  batch_.del(root_ + keys::kObjectAlarm + std::string(name));
-  batch_.del(keys::index_entry(keys::kAlarmIndex,
-                               encode_index_key({record.due_ms, id_.ns(), std::string(id_.body()),
-                                                 std::string(name)})));
-}
-
 Result<void> ObjectHost::set_alarm(std::string_view name, std::int64_t due_ms) {
   if (!in_turn()) return outside_turn();
-  if (auto ok = check_write(name.size(), 64); !ok) return ok;
-  auto existing = read_alarm(name);
-  if (!existing) return fail_turn(std::move(existing).error());
-  if (*existing) remove_alarm(name, **existing);
-  AlarmRecord record{due_ms, std::to_string(epoch_.generation) + "." +
-                                 std::to_string(epoch_.activation) + "." +
-                                 std::to_string(++alarm_sequence_)};
-  std::string index_key =
-      encode_index_key({due_ms, id_.ns(), std::string(id_.body()), std::string(name)});
-  batch_.put(root_ + keys::kObjectAlarm + std::string(name), encode_record(record));
-  batch_.put(keys::index_entry(keys::kAlarmIndex, index_key), record.version);
-  if (!earliest_alarm_set_ || index_key < *earliest_alarm_set_) earliest_alarm_set_ = index_key;
-  return {};
+  return storage_.set_alarm(name, due_ms);
 }
 
 Result<std::optional<std::int64_t>> ObjectHost::get_alarm(std::string_view name) {
   if (!in_turn()) return outside_turn();
-  auto record = read_alarm(name);
-  if (!record) return std::move(record).error();
-  if (!*record) return std::optional<std::int64_t>{};
-  return std::optional<std::int64_t>{(*record)->due_ms};
+  return storage_.get_alarm(name);
 }
 
 Result<bool> ObjectHost::delete_alarm(std::string_view name) {
   if (!in_turn()) return outside_turn();
-  if (auto ok = check_write(name.size(), 0); !ok) return std::move(ok).error();
-  auto record = read_alarm(name);
-  if (!record) return std::move(record).error();
-  if (!*record) return false;
-  remove_alarm(name, **record);
-  return true;
+  return storage_.delete_alarm(name);
 }
 
 void ObjectHost::touch() {
@@ -322,13 +275,14 @@ void ObjectHost::stop(StopReason reason, bool remember) {
 }
 
 caf::error ObjectHost::finish_turn() {
-  auto alarm_set = std::exchange(earliest_alarm_set_, std::nullopt);
-  if (turn_error_) {
-    batch_.clear();
+  if (const auto& failure = storage_.failure()) {
+    auto error = make_error(RuntimeErrc::turn_failed, failure->describe());
+    storage_.discard();
     outbox_.clear();
-    return make_error(RuntimeErrc::turn_failed, turn_error_->describe());
+    return error;
   }
-  if (auto committed = commit_batch(); !committed) {
+  auto alarm_set = storage_.take_earliest_alarm();
+  if (auto committed = storage_.commit(); !committed) {
     outbox_.clear();
     if (committed.error().code == ErrorCode::fenced) {
       // The runtime crashed under this turn: to the sender it never happened.
@@ -342,13 +296,6 @@ caf::error ObjectHost::finish_turn() {
   }
   release_outbox();
   return {};
-}
-
-Result<void> ObjectHost::commit_batch() {
-  if (batch_.empty()) return {};
-  auto committed = impl_->backend.commit(batch_.writes());
-  batch_.clear();
-  return committed;
 }
 
 void ObjectHost::release_outbox() {
@@ -414,117 +361,46 @@ trace::Span ObjectHost::start_span(std::string_view name, std::optional<trace::T
   return tracer->start_span(std::string(name), std::move(options));
 }
 
-Result<void> ObjectHost::fail_turn(Error error) {
-  if (!turn_error_) turn_error_ = error;
-  return error;
-}
-
-Result<void> ObjectHost::check_write(std::size_t key_bytes, std::size_t value_bytes) {
-  const auto& limits = impl_->options.limits;
-  // One key or value over its limit is the caller's input: refused, nothing written, and
-  // the turn goes on, so the caller can answer with a clear error (a tool that stores too
-  // much gets an error result; its session is not reset). The batch's totals are the
-  // turn's own: over them, the turn cannot commit as a whole, so it fails
-  // (docs/architecture.md#errors).
-  if (key_bytes > limits.max_key_bytes) return limit_error("key", key_bytes, limits.max_key_bytes);
-  if (value_bytes > limits.max_value_bytes) {
-    return limit_error("value", value_bytes, limits.max_value_bytes);
-  }
-  if (batch_.entries() + 1 > limits.max_batch_entries) {
-    return fail_turn(Error{ErrorCode::limit_exceeded,
-                           "turn batch of " + std::to_string(batch_.entries() + 1) +
-                               " entries exceeds the limit of " +
-                               std::to_string(limits.max_batch_entries) + " entries"});
-  }
-  std::size_t bytes = batch_.bytes() + prefix_.size() + key_bytes + value_bytes;
-  if (bytes > limits.max_batch_bytes) {
-    return fail_turn(limit_error("turn batch", bytes, limits.max_batch_bytes));
-  }
-  return {};
-}
-
 Result<std::optional<std::string>> ObjectHost::get(std::string_view key) {
   if (!in_turn()) return outside_turn();
-  if (key.size() > impl_->options.limits.max_key_bytes) {
-    return limit_error("key", key.size(), impl_->options.limits.max_key_bytes);
-  }
-  return batch_.get(full_key(key));
+  return storage_.get(key);
 }
 
 Result<std::vector<std::optional<std::string>>> ObjectHost::get_many(
     std::span<const std::string> keys) {
-  std::vector<std::optional<std::string>> out;
-  out.reserve(keys.size());
-  for (const auto& k : keys) {
-    auto v = get(k);
-    if (!v) return std::move(v).error();
-    out.push_back(std::move(*v));
-  }
-  return out;
+  if (!in_turn()) return outside_turn();
+  return storage_.get_many(keys);
 }
 
 Result<void> ObjectHost::put(std::string_view key, std::string_view value) {
   if (!in_turn()) return outside_turn();
-  if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
-  batch_.put(full_key(key), std::string(value));
-  return {};
+  return storage_.put(key, value);
 }
 
 Result<bool> ObjectHost::del(std::string_view key) {
-  auto existing = get(key);
-  if (!existing) return std::move(existing).error();
-  if (auto ok = check_write(key.size(), 0); !ok) return std::move(ok).error();
-  batch_.del(full_key(key));
-  return existing->has_value();
+  if (!in_turn()) return outside_turn();
+  return storage_.del(key);
 }
 
 Result<std::vector<storage::KeyValue>> ObjectHost::list(const ListOptions& options) {
   if (!in_turn()) return outside_turn();
-  // The object's own range, narrowed by the prefix and then by start/end.
-  std::string lower = prefix_ + options.prefix;
-  std::optional<std::string> upper = storage::ScanOptions::prefix_successor(lower);
-  if (options.start && prefix_ + *options.start > lower) lower = prefix_ + *options.start;
-  if (options.end) {
-    std::string end = prefix_ + *options.end;
-    if (!upper || end < *upper) upper = end;
-  }
-  storage::ScanOptions scan;
-  scan.start = lower;
-  scan.end = upper;
-  if (scan.end && *scan.end < scan.start) scan.end = scan.start;  // an empty range
-  if (options.start_after) scan.start_after = prefix_ + *options.start_after;
-  scan.reverse = options.reverse;
-  scan.limit = options.limit;
-  auto rows = batch_.scan(scan);
-  if (!rows) return std::move(rows).error();
-  for (auto& kv : *rows) kv.key.erase(0, prefix_.size());
-  return rows;
+  return storage_.list(options);
 }
 
 Result<void> ObjectHost::delete_all() {
   if (!in_turn()) return outside_turn();
-  if (auto ok = check_write(0, 0); !ok) return ok;
-  // Alarms first: their index entries live outside the object's prefix.
-  std::string alarms = root_ + keys::kObjectAlarm;
-  auto records = batch_.scan(storage::ScanOptions::with_prefix(alarms));
-  if (!records) return fail_turn(std::move(records).error());
-  for (auto& kv : *records) {
-    auto record = decode_record(kv.value);
-    if (record) remove_alarm(std::string_view(kv.key).substr(alarms.size()), *record);
-  }
-  batch_.delete_range(root_, *storage::ScanOptions::prefix_successor(root_));
-  return {};
+  return storage_.delete_all();
 }
 
 Result<void> ObjectHost::commit_early() {
   if (!in_turn() || phase_ != Phase::starting) {
     return Error{ErrorCode::invalid_argument, "commit() is only allowed in on_start"};
   }
-  if (turn_error_) return *turn_error_;
-  auto committed = commit_batch();
+  if (const auto& failure = storage_.failure()) return *failure;
+  auto committed = storage_.commit();
   if (!committed) {
     outbox_.clear();
-    return fail_turn(committed.error());
+    return storage_.fail_turn(committed.error());
   }
   release_outbox();
   return {};
@@ -533,26 +409,12 @@ Result<void> ObjectHost::commit_early() {
 Result<void> ObjectHost::index_put(std::string_view index, std::string_view key,
                                    std::string_view value) {
   if (!in_turn()) return outside_turn();
-  if (!keys::valid_user_index(index)) {
-    return fail_turn(Error{ErrorCode::invalid_argument,
-                           "invalid index name '" + std::string(index) +
-                               "': use 1-64 of [a-z0-9._-], not starting with 'dorm.'"});
-  }
-  if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
-  batch_.put(keys::index_entry(index, key), std::string(value));
-  return {};
+  return storage_.index_put(index, key, value);
 }
 
 Result<void> ObjectHost::index_del(std::string_view index, std::string_view key) {
   if (!in_turn()) return outside_turn();
-  if (!keys::valid_user_index(index)) {
-    return fail_turn(Error{ErrorCode::invalid_argument,
-                           "invalid index name '" + std::string(index) +
-                               "': use 1-64 of [a-z0-9._-], not starting with 'dorm.'"});
-  }
-  if (auto ok = check_write(key.size(), 0); !ok) return ok;
-  batch_.del(keys::index_entry(index, key));
-  return {};
+  return storage_.index_del(index, key);
 }
 
 void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {

@@ -1,8 +1,9 @@
 // ObjectHost — the CAF actor that runs one activation of one durable object.
 //
 // It owns the DurableObject instance, runs on_start before anything else, and turns every
-// Envelope into a turn: begin a TurnBatch, run the object's handler, commit, then release
-// the reply and the outbox. It is the only code that touches the object's storage.
+// Envelope into a turn: begin the turn's batch, run the object's handler, commit, then
+// release the reply and the outbox. Its ObjectStorage (object_storage.hpp) is the storage
+// side: what a turn writes and the commit; the host is lifecycle and turns.
 #pragma once
 
 #include <caf/event_based_actor.hpp>
@@ -12,8 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "alarm_records.hpp"
-#include "dorm/runtime/turn_batch.hpp"
+#include "object_storage.hpp"
 #include "runtime_impl.hpp"
 
 namespace dorm::detail {
@@ -70,8 +70,6 @@ class ObjectHost : public caf::event_based_actor {
 
   void handle(Envelope& env);
   void run_alarm(Envelope& env, const AlarmInvocation& invocation);
-  Result<std::optional<AlarmRecord>> read_alarm(std::string_view name);
-  void remove_alarm(std::string_view name, const AlarmRecord& record);
   void run_continuation(ContinuationReply& reply);
   void run_posted(PostedTurn& posted);
   void adopted_down(const caf::down_msg& down);
@@ -88,23 +86,17 @@ class ObjectHost : public caf::event_based_actor {
   // Ends the current turn: commits the batch unless the turn already failed, then
   // releases the outbox. Returns the turn's failure, if any.
   caf::error finish_turn();
-  Result<void> commit_batch();
   void release_outbox();
   void reset(const caf::error& why);
   // A span about this activation (namespace, id and epoch set) if the runtime traces;
   // otherwise one that records nothing.
   trace::Span start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                          std::vector<trace::SpanLink> links = {});
-  Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
-  Result<void> fail_turn(Error error);
-  std::string full_key(std::string_view key) const { return prefix_ + std::string(key); }
   bool in_turn() const { return in_turn_; }
 
   Runtime* runtime_;
   Runtime::Impl* impl_;
   ObjectId id_;
-  std::string root_;    // this object's key prefix
-  std::string prefix_;  // where its user data lives (root_ + 'd')
   std::shared_ptr<Activation> activation_;
   std::unique_ptr<DurableObject> object_;
   StartReason start_reason_;
@@ -116,9 +108,8 @@ class ObjectHost : public caf::event_based_actor {
   // False after dispose_empty(): the object has no state, so the runtime forgets its id.
   bool remember_on_dispose_ = true;
 
-  TurnBatch batch_;
+  ObjectStorage storage_;  // the turn's batch, limits, alarm records, index writes
   bool in_turn_ = false;
-  std::optional<Error> turn_error_;  // a limit broken in this turn: it must not commit
   // What a turn releases once it commits: a message (with a continuation for a
   // request), or an effect, or a timer (an effect with a delay, run as a turn).
   struct Outgoing {
@@ -133,11 +124,9 @@ class ObjectHost : public caf::event_based_actor {
   std::map<std::uint64_t, DurableObject::Continuation> continuations_;
   // Adopted helper actors and what runs when each terminates.
   std::map<caf::actor_addr, std::function<void()>> adopted_;
-  std::uint64_t alarm_sequence_ = 0;
   std::chrono::milliseconds idle_timeout_;
   std::int64_t last_activity_ms_ = 0;
   bool idle_check_pending_ = false;
-  std::optional<std::string> earliest_alarm_set_;  // in this turn: tell the scheduler
   // Until on_start begins: the trace context of the message that caused this activation.
   // From then on: the activation span's (the parent of a reset and of the object's own
   // spans, a link from alarms).

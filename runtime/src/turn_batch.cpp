@@ -1,4 +1,4 @@
-#include "dorm/runtime/turn_batch.hpp"
+#include "turn_batch.hpp"
 
 #include <algorithm>
 

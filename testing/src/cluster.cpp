@@ -1,4 +1,4 @@
-#include "dorm/runtime/cluster.hpp"
+#include "dorm/testing/cluster.hpp"
 
 #include <cstring>
 #include <random>

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "dorm/runtime/cluster.hpp"
+#include "dorm/testing/cluster.hpp"
 #include "dorm/runtime/errors.hpp"
 #include "numbered.hpp"
 

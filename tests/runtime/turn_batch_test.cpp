@@ -1,5 +1,5 @@
 // TurnBatch: a turn reads its own writes, and lists merge them with storage correctly.
-#include "dorm/runtime/turn_batch.hpp"
+#include "turn_batch.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,0 +1,220 @@
+#include "object_storage.hpp"
+
+#include <utility>
+
+#include "dorm/runtime/keys.hpp"
+
+namespace dorm::detail {
+namespace {
+
+Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
+  return Error{ErrorCode::limit_exceeded, std::string(what) + " of " + std::to_string(size) +
+                                              " bytes exceeds the limit of " +
+                                              std::to_string(limit) + " bytes"};
+}
+
+}  // namespace
+
+ObjectStorage::ObjectStorage(storage::Backend& backend, const StorageLimits& limits,
+                             const ObjectId& id, Epoch epoch)
+    : backend_(backend),
+      limits_(limits),
+      id_(id),
+      epoch_(epoch),
+      root_(keys::object_prefix(id_.ns(), id_.body())),
+      prefix_(root_ + keys::kObjectData),
+      batch_(backend) {}
+
+Result<void> ObjectStorage::fail_turn(Error error) {
+  if (!failure_) failure_ = error;
+  return error;
+}
+
+Result<void> ObjectStorage::check_write(std::size_t key_bytes, std::size_t value_bytes) {
+  // One key or value over its limit is the caller's input: refused, nothing written, and
+  // the turn goes on, so the caller can answer with a clear error (a tool that stores too
+  // much gets an error result; its session is not reset). The batch's totals are the
+  // turn's own: over them, the turn cannot commit as a whole, so it fails
+  // (docs/architecture.md#errors).
+  if (key_bytes > limits_.max_key_bytes) return limit_error("key", key_bytes, limits_.max_key_bytes);
+  if (value_bytes > limits_.max_value_bytes) {
+    return limit_error("value", value_bytes, limits_.max_value_bytes);
+  }
+  if (batch_.entries() + 1 > limits_.max_batch_entries) {
+    return fail_turn(Error{ErrorCode::limit_exceeded,
+                           "turn batch of " + std::to_string(batch_.entries() + 1) +
+                               " entries exceeds the limit of " +
+                               std::to_string(limits_.max_batch_entries) + " entries"});
+  }
+  std::size_t bytes = batch_.bytes() + prefix_.size() + key_bytes + value_bytes;
+  if (bytes > limits_.max_batch_bytes) {
+    return fail_turn(limit_error("turn batch", bytes, limits_.max_batch_bytes));
+  }
+  return {};
+}
+
+Result<void> ObjectStorage::check_index(std::string_view index) {
+  if (keys::valid_user_index(index)) return {};
+  return fail_turn(Error{ErrorCode::invalid_argument,
+                         "invalid index name '" + std::string(index) +
+                             "': use 1-64 of [a-z0-9._-], not starting with 'dorm.'"});
+}
+
+// ---- the object's own keys ----
+
+Result<std::optional<std::string>> ObjectStorage::get(std::string_view key) {
+  if (key.size() > limits_.max_key_bytes) return limit_error("key", key.size(), limits_.max_key_bytes);
+  return batch_.get(full_key(key));
+}
+
+Result<std::vector<std::optional<std::string>>> ObjectStorage::get_many(
+    std::span<const std::string> keys) {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) {
+    auto v = get(k);
+    if (!v) return std::move(v).error();
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
+Result<void> ObjectStorage::put(std::string_view key, std::string_view value) {
+  if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
+  batch_.put(full_key(key), std::string(value));
+  return {};
+}
+
+Result<bool> ObjectStorage::del(std::string_view key) {
+  auto existing = get(key);
+  if (!existing) return std::move(existing).error();
+  if (auto ok = check_write(key.size(), 0); !ok) return std::move(ok).error();
+  batch_.del(full_key(key));
+  return existing->has_value();
+}
+
+Result<std::vector<storage::KeyValue>> ObjectStorage::list(const ListOptions& options) {
+  // The object's own range, narrowed by the prefix and then by start/end.
+  std::string lower = prefix_ + options.prefix;
+  std::optional<std::string> upper = storage::ScanOptions::prefix_successor(lower);
+  if (options.start && prefix_ + *options.start > lower) lower = prefix_ + *options.start;
+  if (options.end) {
+    std::string end = prefix_ + *options.end;
+    if (!upper || end < *upper) upper = end;
+  }
+  storage::ScanOptions scan;
+  scan.start = lower;
+  scan.end = upper;
+  if (scan.end && *scan.end < scan.start) scan.end = scan.start;  // an empty range
+  if (options.start_after) scan.start_after = prefix_ + *options.start_after;
+  scan.reverse = options.reverse;
+  scan.limit = options.limit;
+  auto rows = batch_.scan(scan);
+  if (!rows) return std::move(rows).error();
+  for (auto& kv : *rows) kv.key.erase(0, prefix_.size());
+  return rows;
+}
+
+Result<void> ObjectStorage::delete_all() {
+  if (auto ok = check_write(0, 0); !ok) return ok;
+  // Alarms first: their index entries live outside the object's prefix.
+  std::string alarms = root_ + keys::kObjectAlarm;
+  auto records = batch_.scan(storage::ScanOptions::with_prefix(alarms));
+  if (!records) return fail_turn(std::move(records).error());
+  for (auto& kv : *records) {
+    auto record = decode_record(kv.value);
+    if (record) remove_alarm(std::string_view(kv.key).substr(alarms.size()), *record);
+  }
+  batch_.delete_range(root_, *storage::ScanOptions::prefix_successor(root_));
+  return {};
+}
+
+// ---- alarms ----
+
+std::string ObjectStorage::alarm_key(std::string_view name) const {
+  return root_ + keys::kObjectAlarm + std::string(name);
+}
+
+std::string ObjectStorage::alarm_index_key(std::string_view name, std::int64_t due_ms) const {
+  return encode_index_key({due_ms, id_.ns(), std::string(id_.body()), std::string(name)});
+}
+
+Result<std::optional<AlarmRecord>> ObjectStorage::read_alarm(std::string_view name) {
+  auto raw = batch_.get(alarm_key(name));
+  if (!raw) return std::move(raw).error();
+  if (!*raw) return std::optional<AlarmRecord>{};
+  auto record = decode_record(**raw);
+  if (!record) {
+    return Error{ErrorCode::corruption, "alarm record '" + std::string(name) + "' is malformed"};
+  }
+  return std::optional<AlarmRecord>{std::move(*record)};
+}
+
+void ObjectStorage::remove_alarm(std::string_view name, const AlarmRecord& record) {
+  batch_.del(alarm_key(name));
+  batch_.del(keys::index_entry(keys::kAlarmIndex, alarm_index_key(name, record.due_ms)));
+}
+
+Result<void> ObjectStorage::set_alarm(std::string_view name, std::int64_t due_ms) {
+  if (auto ok = check_write(name.size(), 64); !ok) return ok;
+  auto existing = read_alarm(name);
+  if (!existing) return fail_turn(std::move(existing).error());
+  if (*existing) remove_alarm(name, **existing);
+  AlarmRecord record{due_ms, std::to_string(epoch_.generation) + "." +
+                                 std::to_string(epoch_.activation) + "." +
+                                 std::to_string(++alarm_sequence_)};
+  std::string index_key = alarm_index_key(name, due_ms);
+  batch_.put(alarm_key(name), encode_record(record));
+  batch_.put(keys::index_entry(keys::kAlarmIndex, index_key), record.version);
+  if (!earliest_alarm_set_ || index_key < *earliest_alarm_set_) earliest_alarm_set_ = index_key;
+  return {};
+}
+
+Result<std::optional<std::int64_t>> ObjectStorage::get_alarm(std::string_view name) {
+  auto record = read_alarm(name);
+  if (!record) return std::move(record).error();
+  if (!*record) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>{(*record)->due_ms};
+}
+
+Result<bool> ObjectStorage::delete_alarm(std::string_view name) {
+  if (auto ok = check_write(name.size(), 0); !ok) return std::move(ok).error();
+  auto record = read_alarm(name);
+  if (!record) return std::move(record).error();
+  if (!*record) return false;
+  remove_alarm(name, **record);
+  return true;
+}
+
+// ---- runtime indexes ----
+
+Result<void> ObjectStorage::index_put(std::string_view index, std::string_view key,
+                                      std::string_view value) {
+  if (auto ok = check_index(index); !ok) return ok;
+  if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
+  batch_.put(keys::index_entry(index, key), std::string(value));
+  return {};
+}
+
+Result<void> ObjectStorage::index_del(std::string_view index, std::string_view key) {
+  if (auto ok = check_index(index); !ok) return ok;
+  if (auto ok = check_write(key.size(), 0); !ok) return ok;
+  batch_.del(keys::index_entry(index, key));
+  return {};
+}
+
+// ---- the turn ----
+
+Result<void> ObjectStorage::commit() {
+  if (batch_.empty()) return {};
+  auto committed = backend_.commit(batch_.writes());
+  batch_.clear();
+  return committed;
+}
+
+void ObjectStorage::discard() {
+  batch_.clear();
+  earliest_alarm_set_.reset();
+}
+
+}  // namespace dorm::detail
