@@ -319,11 +319,7 @@ ToolSpec test_reconnection() {
   return t;
 }
 
-constexpr std::array<std::string_view, 2> kSets = {"testing", "conformance"};
-
 }  // namespace
-
-std::span<const std::string_view> fixture_sets() { return kSets; }
 
 Result<void> register_fixtures(const FixtureTargets& into, std::string_view name) {
   if (name == "testing") {

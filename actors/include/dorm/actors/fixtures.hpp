@@ -25,7 +25,6 @@
 //                      on the client's resume
 #pragma once
 
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -48,8 +47,5 @@ struct FixtureTargets {
 Result<void> register_fixtures(const FixtureTargets& into, std::string_view name);
 // Only the set's tools (for tests that need no resources or prompts).
 Result<void> register_fixtures(mcp::ToolRegistry& tools, std::string_view name);
-
-// The fixture sets there are.
-std::span<const std::string_view> fixture_sets();
 
 }  // namespace dorm::actors

@@ -1,7 +1,6 @@
 // The durable-object namespaces dorm itself defines.
 #pragma once
 
-#include <span>
 #include <string_view>
 
 namespace dorm::actors {
@@ -14,8 +13,5 @@ inline constexpr std::string_view kMcpSessionNamespace = "mcp-session";
 // Code mode's execution-owner directory: one object per paused execution id, naming the
 // session that owns it (actors/src/execution_owner.hpp). Registered with code mode.
 inline constexpr std::string_view kExecutionOwnerNamespace = "execution-owner";
-
-// Every namespace registered by dorm itself, in registration order.
-std::span<const std::string_view> builtin_namespaces();
 
 }  // namespace dorm::actors

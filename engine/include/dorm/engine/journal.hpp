@@ -69,11 +69,6 @@ struct TimerFiredEntry {
 using JournalEntry =
     std::variant<ToolCallEntry, ToolResultEntry, TimerSetEntry, TimerClearEntry, TimerFiredEntry>;
 
-// True for the entries that carry a value into the isolate.
-inline bool is_input(const JournalEntry& e) {
-  return std::holds_alternative<ToolResultEntry>(e) || std::holds_alternative<TimerFiredEntry>(e);
-}
-
 struct Journal {
   std::int64_t start_ms = 0;  // Date.now() until the first input
   std::uint64_t seed = 0;     // seeds Math.random
