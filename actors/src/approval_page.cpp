@@ -1,9 +1,8 @@
 #include "dorm/actors/approval_page.hpp"
 
-// Boost.URL, compiled here (header-only use: this is the one translation unit with its
-// definitions).
+// Boost.URL's definitions are compiled once, in mcp/src/boost_url.cpp.
 #include <boost/url/parse.hpp>
-#include <boost/url/src.hpp>
+#include <boost/url/parse_query.hpp>
 #include <rapidjson/document.h>
 
 #include <memory>

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 
+#include "dorm/hex.hpp"
 #include "json_text.hpp"
 
 namespace dorm::mcp {
@@ -43,22 +44,14 @@ std::string quoted(std::string_view s) {
   return std::string(buffer.GetString(), buffer.GetSize()) + (cut ? "..." : "");
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
+// A token file is written by a person or a tool, so either case of hex digit is accepted.
 std::optional<TokenSet::Digest> decode_sha256(std::string_view hex) {
-  TokenSet::Digest digest{};
-  if (hex.size() != 2 * digest.size()) return std::nullopt;
-  for (std::size_t i = 0; i < digest.size(); ++i) {
-    int hi = hex_value(hex[2 * i]);
-    int lo = hex_value(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    digest[i] = static_cast<unsigned char>(hi * 16 + lo);
+  std::string lower(hex);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
+  TokenSet::Digest digest{};
+  if (!hex_decode(lower, digest)) return std::nullopt;
   return digest;
 }
 

@@ -1,24 +1,30 @@
 #include "dorm/mcp/dns_rebinding.hpp"
 
-#include <charconv>
+#include <algorithm>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <cstdint>
 #include <optional>
+
+#include "port_number.hpp"
 
 namespace dorm::mcp {
 namespace {
 
-constexpr std::string_view kLoopbackHosts[] = {"localhost", "127.0.0.1", "[::1]"};
+namespace urls = boost::urls;
 
-char lower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
+// The names a browser shows for this machine, compared as spelled: another spelling of a
+// loopback address (127.0.0.2, [0::1]) is another host, allowed only by an entry of its own
+// (docs/mcp.md). Where the server may listen without tokens is a different question,
+// answered by is_loopback_host().
+constexpr std::string_view kBuiltInHosts[] = {"localhost", "127.0.0.1", "[::1]"};
 
-bool is_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-bool is_hex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
 }
 
 // "host[:port]" with the host lower-cased; an IPv6 literal keeps its brackets.
@@ -29,50 +35,44 @@ struct Authority {
   friend bool operator==(const Authority&, const Authority&) = default;
 };
 
-// Parses the authority of a Host header or an origin. Host names are limited to
-// letters, digits and "-._~" (what DNS names and IPv4 literals use); IPv6 literals to
-// hex digits, ':' and '.' inside brackets. Percent-encoding, userinfo and zone ids are
-// refused: no legitimate client of this server needs them.
-std::optional<Authority> parse_authority(std::string_view text) {
-  Authority a;
-  std::string_view rest;
-  if (text.starts_with('[')) {
-    auto close = text.find(']');
-    if (close == std::string_view::npos || close == 1) return std::nullopt;
-    for (char c : text.substr(1, close - 1)) {
-      if (!is_hex(c) && c != ':' && c != '.') return std::nullopt;
-    }
-    a.host = std::string(text.substr(0, close + 1));
-    rest = text.substr(close + 1);
-  } else {
-    auto colon = text.find(':');
-    std::string_view host = text.substr(0, colon);
-    if (host.empty()) return std::nullopt;
-    for (char c : host) {
-      if (!is_alnum(c) && c != '-' && c != '.' && c != '_' && c != '~') return std::nullopt;
-    }
-    a.host = std::string(host);
-    rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon);
+// The authority of a Host header or an origin, as parsed by Boost.URL (RFC 3986), with
+// what no legitimate client of this server needs refused on top: userinfo, percent-encoding
+// and the sub-delimiters RFC 3986 allows in a name (a host name is letters, digits and
+// "-._~", what DNS names and IPv4 literals use), an empty name, IPvFuture literals, and a
+// port that is empty, longer than five digits or above 65535. Zone ids ("[::1%eth0]") do
+// not parse at all.
+std::optional<Authority> checked(const urls::authority_view& view) {
+  if (view.has_userinfo()) return std::nullopt;
+  std::string_view host = view.encoded_host();
+  switch (view.host_type()) {
+    case urls::host_type::name:
+      if (host.empty() || !std::all_of(host.begin(), host.end(),
+                                       [](char c) { return urls::unreserved_chars(c); })) {
+        return std::nullopt;
+      }
+      break;
+    case urls::host_type::ipv4:
+    case urls::host_type::ipv6:
+      break;
+    default:
+      return std::nullopt;
   }
-  for (char& c : a.host) c = lower(c);
-  if (rest.empty()) return a;
-  if (rest.front() != ':') return std::nullopt;
-  std::string_view digits = rest.substr(1);
-  if (digits.empty() || digits.size() > 5) return std::nullopt;
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc{} || end != digits.data() + digits.size() || value > 65535) {
-    return std::nullopt;
-  }
-  a.port = static_cast<std::uint16_t>(value);
+  Authority a{lower(host), std::nullopt};
+  if (!view.has_port()) return a;
+  a.port = detail::port_number(view.port());
+  if (!a.port) return std::nullopt;
   return a;
 }
 
-bool is_loopback(const Authority& a) {
-  for (std::string_view h : kLoopbackHosts) {
-    if (a.host == h) return true;
-  }
-  return false;
+std::optional<Authority> parse_authority(std::string_view text) {
+  auto view = urls::parse_authority(text);
+  if (!view) return std::nullopt;
+  return checked(*view);
+}
+
+bool built_in(const Authority& a) {
+  return std::find(std::begin(kBuiltInHosts), std::end(kBuiltInHosts), a.host) !=
+         std::end(kBuiltInHosts);
 }
 
 // An origin with a lower-case scheme and host; a default port is stored as none.
@@ -83,21 +83,15 @@ struct Origin {
   friend bool operator==(const Origin&, const Origin&) = default;
 };
 
+// "scheme://authority" and nothing more: no path (not even "/"), query or fragment.
 std::optional<Origin> parse_origin(std::string_view text) {
-  auto separator = text.find("://");
-  if (separator == std::string_view::npos || separator == 0) return std::nullopt;
-  Origin o;
-  std::string_view scheme = text.substr(0, separator);
-  if (!((scheme[0] >= 'a' && scheme[0] <= 'z') || (scheme[0] >= 'A' && scheme[0] <= 'Z'))) {
+  auto url = urls::parse_absolute_uri(text);
+  if (!url || !url->has_authority() || !url->encoded_path().empty() || url->has_query()) {
     return std::nullopt;
   }
-  for (char c : scheme) {
-    if (!is_alnum(c) && c != '+' && c != '-' && c != '.') return std::nullopt;
-    o.scheme += lower(c);
-  }
-  auto authority = parse_authority(text.substr(separator + 3));
+  auto authority = checked(url->authority());
   if (!authority) return std::nullopt;
-  o.authority = std::move(*authority);
+  Origin o{lower(url->scheme()), std::move(*authority)};
   if ((o.scheme == "http" && o.authority.port == 80) ||
       (o.scheme == "https" && o.authority.port == 443)) {
     o.authority.port.reset();
@@ -110,7 +104,7 @@ std::optional<Origin> parse_origin(std::string_view text) {
 bool host_allowed(std::string_view host, const std::vector<std::string>& allowed) {
   auto presented = parse_authority(host);
   if (!presented) return false;
-  if (is_loopback(*presented)) return true;
+  if (built_in(*presented)) return true;
   for (const std::string& entry : allowed) {
     auto permitted = parse_authority(entry);
     if (!permitted || permitted->host != presented->host) continue;
@@ -123,7 +117,7 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
   auto presented = parse_origin(origin);
   if (!presented) return false;
   if ((presented->scheme == "http" || presented->scheme == "https") &&
-      is_loopback(presented->authority)) {
+      built_in(presented->authority)) {
     return true;
   }
   for (const std::string& entry : allowed) {

@@ -1,27 +1,34 @@
 #include "dorm/mcp/event_id.hpp"
 
+#include <array>
+#include <cassert>
 #include <charconv>
+
+#include "dorm/hex.hpp"
 
 namespace dorm::mcp {
 
+// The hex of a number is the hex of its bytes, most significant first, so both directions
+// go through the one byte encoder: 16 digits, of which fixed_hex keeps the low ones.
+constexpr std::size_t kDigits = 2 * sizeof(std::uint64_t);
+
 std::string fixed_hex(std::uint64_t value, int digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(static_cast<std::size_t>(digits), '0');
-  for (int i = digits - 1; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = kHex[value & 0xf];
-    value >>= 4;
+  assert(digits >= 0 && static_cast<std::size_t>(digits) <= kDigits);
+  std::array<std::uint8_t, sizeof(std::uint64_t)> bytes{};
+  for (auto b = bytes.rbegin(); b != bytes.rend(); ++b, value >>= 8) {
+    *b = static_cast<std::uint8_t>(value);
   }
-  return out;
+  return hex_encode(bytes).substr(kDigits - static_cast<std::size_t>(digits));
 }
 
 std::optional<std::uint64_t> parse_fixed_hex(std::string_view text) {
-  if (text.empty() || text.size() > 16) return std::nullopt;
-  std::uint64_t value = 0;
-  for (char c : text) {
-    int digit = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (digit < 0) return std::nullopt;
-    value = value << 4 | static_cast<std::uint64_t>(digit);
+  if (text.empty() || text.size() > kDigits) return std::nullopt;
+  std::array<std::uint8_t, sizeof(std::uint64_t)> bytes{};
+  if (!hex_decode(std::string(kDigits - text.size(), '0').append(text), bytes)) {
+    return std::nullopt;
   }
+  std::uint64_t value = 0;
+  for (std::uint8_t b : bytes) value = value << 8 | b;
   return value;
 }
 

@@ -1,5 +1,8 @@
 #include "dorm/mcp/execution_outcome.hpp"
 
+#include <boost/url/encode.hpp>
+#include <boost/url/grammar/alnum_chars.hpp>
+#include <boost/url/grammar/lut_chars.hpp>
 #include <openssl/evp.h>
 #include <rapidjson/document.h>
 #include <rapidjson/encodings.h>
@@ -288,21 +291,12 @@ std::optional<std::string> decode_base64(std::string_view base64) {
   return bytes;
 }
 
-// encodeURIComponent: every byte but A-Z a-z 0-9 - _ . ! ~ * ' ( ) as %XX.
+// encodeURIComponent: every byte but A-Z a-z 0-9 - _ . ! ~ * ' ( ) as %XX (upper case).
 std::string uri_component(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : text) {
-    auto b = static_cast<unsigned char>(c);
-    if (std::isalnum(b) || std::string_view("-_.!~*'()").find(c) != std::string_view::npos) {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[b >> 4];
-      out += kHex[b & 15];
-    }
-  }
-  return out;
+  namespace grammar = boost::urls::grammar;
+  static constexpr grammar::lut_chars kKept =
+      grammar::lut_chars(grammar::alnum_chars) + grammar::lut_chars("-_.!~*'()");
+  return boost::urls::encode(text, kKept);
 }
 
 // The MIME type without parameters, in lower case: "Text/Plain; charset=x" → "text/plain".

@@ -1,3 +1,15 @@
+// RapidJSON 1.1 (as Debian ships it) does most of the hardening itself, through
+// kParseFlags: it validates UTF-8 (kParseValidateEncodingFlag) and parses without recursion
+// (kParseIterativeFlag), so no input overflows the stack. This file adds only what it
+// cannot do:
+//  1. limit nesting: it has no limit (the iterative parser nests as deep as memory allows,
+//     while its Writer and every walk over a Document recurse), so CheckedBuilder counts;
+//  2. read a NUL byte as a byte: its streams take one for the end of input;
+//  3. refuse a lone low surrogate escape ("\udc00"): it decodes one into bytes that are not
+//     UTF-8 (CheckedBuilder);
+//  4. convert numbers safely and exactly (below; std::from_chars does it instead).
+// Size is bounded before parsing, by each caller: a request body by HttpServer's
+// max_body_bytes, a token file by kMaxTokenFileBytes.
 #include "json_text.hpp"
 
 #include <rapidjson/error/en.h>
@@ -67,7 +79,8 @@ bool has_surrogate(const char* s, rapidjson::SizeType n) {
 }
 
 // A SAX handler that builds the document and stops the parse when
-//  - arrays and objects nest deeper than kMaxJsonDepth, or
+//  - arrays and objects nest deeper than kMaxJsonDepth,
+//  - a number is too large for a double (RawNumber), or
 //  - a string holds a lone low surrogate. RapidJSON validates the raw bytes and rejects a
 //    lone high surrogate escape (\ud800), but decodes a lone low one (\udc00) into the
 //    bytes ED B0 80, which are not UTF-8; whoever wrote such a string out again would

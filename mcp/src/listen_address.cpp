@@ -1,20 +1,33 @@
 #include "dorm/mcp/listen_address.hpp"
 
-#include <charconv>
+#include <algorithm>
+#include <boost/url/ipv4_address.hpp>
+#include <boost/url/ipv6_address.hpp>
+#include <boost/url/parse.hpp>
+
+#include "port_number.hpp"
 
 namespace dorm::mcp {
 namespace {
+
+namespace urls = boost::urls;
 
 Error bad(std::string_view text, std::string_view why) {
   return Error{ErrorCode::invalid_argument,
                "invalid listen address '" + std::string(text) + "': " + std::string(why)};
 }
 
-bool printable_without_space(std::string_view s) {
-  for (unsigned char c : s) {
-    if (c <= 0x20 || c >= 0x7f) return false;
+// Why `text` is not an RFC 3986 authority, for the error message.
+std::string_view unparsed(std::string_view text) {
+  if (text.starts_with('[')) {
+    return text.find(']') == std::string_view::npos
+               ? "missing ']' after IPv6 address"
+               : "expected [IPV6]:PORT with an IPv6 address in the brackets";
   }
-  return true;
+  if (std::count(text.begin(), text.end(), ':') > 1) {
+    return "an IPv6 address must be written in brackets, e.g. [::1]:8808";
+  }
+  return "expected HOST:PORT, HOST a name or an IP address and PORT a number from 0 to 65535";
 }
 
 }  // namespace
@@ -25,36 +38,31 @@ std::string ListenAddress::to_string() const {
 }
 
 Result<ListenAddress> parse_listen_address(std::string_view text) {
-  std::string_view host;
-  std::string_view port;
-  if (text.starts_with('[')) {
-    auto close = text.find(']');
-    if (close == std::string_view::npos) return bad(text, "missing ']' after IPv6 address");
-    host = text.substr(1, close - 1);
-    std::string_view rest = text.substr(close + 1);
-    if (!rest.starts_with(':')) return bad(text, "expected ':PORT' after ']'");
-    port = rest.substr(1);
-  } else {
-    auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return bad(text, "expected HOST:PORT");
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) {
-      return bad(text, "an IPv6 address must be written in brackets, e.g. [::1]:8808");
-    }
+  auto parsed = urls::parse_authority(text);
+  if (!parsed) return bad(text, unparsed(text));
+  const urls::authority_view& a = *parsed;
+  if (a.has_userinfo()) return bad(text, "expected HOST:PORT, with no user name");
+  if (a.host_type() == urls::host_type::ipvfuture) {
+    return bad(text, "brackets may only enclose an IPv6 address");
   }
-  if (host.empty()) return bad(text, "the host is empty");
-  if (!printable_without_space(host)) return bad(text, "the host contains a space or control character");
-  if (host.find_first_of("[]") != std::string_view::npos) {
-    return bad(text, "brackets may only enclose a whole IPv6 address");
+  if (a.encoded_host().empty()) return bad(text, "the host is empty");
+  if (!a.has_port()) return bad(text, "expected HOST:PORT");
+  if (a.port().empty()) return bad(text, "the port is empty");
+  auto port = detail::port_number(a.port());
+  if (!port) return bad(text, "the port must be a number from 0 to 65535");
+  return ListenAddress{std::string(a.encoded_host_address()), *port};
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host.starts_with('[') && host.ends_with(']')) {
+    host = host.substr(1, host.size() - 2);
+    auto v6 = urls::parse_ipv6_address(host);
+    return v6 && v6->is_loopback();
   }
-  if (port.empty()) return bad(text, "the port is empty");
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc{} || end != port.data() + port.size() || value > 65535) {
-    return bad(text, "the port must be a number from 0 to 65535");
-  }
-  return ListenAddress{std::string(host), static_cast<std::uint16_t>(value)};
+  if (host == "localhost") return true;
+  if (auto v4 = urls::parse_ipv4_address(host)) return v4->is_loopback();
+  auto v6 = urls::parse_ipv6_address(host);
+  return v6 && v6->is_loopback();
 }
 
 }  // namespace dorm::mcp

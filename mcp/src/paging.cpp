@@ -2,38 +2,18 @@
 
 #include <cassert>
 
+#include "dorm/hex.hpp"
+
 namespace dorm::mcp::detail {
 
 std::string to_cursor(std::string_view key) {
   assert(key.size() <= kMaxCursorKeyBytes);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(key.size() * 2);
-  for (unsigned char c : key) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xf]);
-  }
-  return out;
+  return hex_encode(key);
 }
 
 std::optional<std::string> from_cursor(std::string_view cursor) {
-  if (cursor.empty() || cursor.size() % 2 != 0 || cursor.size() > 2 * kMaxCursorKeyBytes) {
-    return std::nullopt;
-  }
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(cursor.size() / 2);
-  for (std::size_t i = 0; i < cursor.size(); i += 2) {
-    int hi = digit(cursor[i]);
-    int lo = digit(cursor[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi << 4 | lo));
-  }
-  return out;
+  if (cursor.empty() || cursor.size() > 2 * kMaxCursorKeyBytes) return std::nullopt;
+  return hex_decode(cursor);
 }
 
 Result<std::optional<std::string>> walk_page(

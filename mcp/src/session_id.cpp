@@ -4,21 +4,16 @@
 
 #include <array>
 
+#include "dorm/hex.hpp"
+
 namespace dorm::mcp {
 
 Result<std::string> new_session_id() {
-  std::array<unsigned char, kSessionIdRandomBytes> bytes{};
+  std::array<std::uint8_t, kSessionIdRandomBytes> bytes{};
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
     return Error{ErrorCode::internal, "RAND_bytes failed to produce a session id"};
   }
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  id.reserve(2 * bytes.size());
-  for (unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 0x0f];
-  }
-  return id;
+  return hex_encode(bytes);
 }
 
 bool plausible_session_id(std::string_view id) {

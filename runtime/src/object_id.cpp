@@ -7,16 +7,10 @@
 
 #include <cstring>
 
+#include "dorm/hex.hpp"
+
 namespace dorm {
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;  // upper case is not accepted: one spelling per id
-}
 
 // HMAC-SHA256(secret, domain || 0 || ns || 0 || data).
 std::array<std::uint8_t, 32> keyed_hash(const std::string& secret, std::string_view domain,
@@ -35,19 +29,7 @@ std::array<std::uint8_t, 32> keyed_hash(const std::string& secret, std::string_v
 
 }  // namespace
 
-std::string ObjectId::to_string() const {
-  std::string out;
-  out.reserve(kTextLength);
-  for (auto b : body_) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  for (auto b : mac_) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
+std::string ObjectId::to_string() const { return hex_encode(body_) + hex_encode(mac_); }
 
 Result<IdCodec> IdCodec::create(std::string_view secret) {
   if (secret.size() != kSecretBytes) {
@@ -94,14 +76,9 @@ Result<ObjectId> IdCodec::parse(std::string_view ns, std::string_view text) cons
                      " hex digits, got " + std::to_string(text.size()) + " characters"};
   }
   std::array<std::uint8_t, ObjectId::kBodyBytes + ObjectId::kMacBytes> raw{};
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    int hi = hex_value(text[2 * i]);
-    int lo = hex_value(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      return Error{ErrorCode::invalid_argument,
-                   "malformed object id: only lower-case hex digits are allowed"};
-    }
-    raw[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  if (!hex_decode(text, raw)) {  // upper case is not accepted: one spelling per id
+    return Error{ErrorCode::invalid_argument,
+                 "malformed object id: only lower-case hex digits are allowed"};
   }
   auto expected = mac(ns, raw.data());
   if (CRYPTO_memcmp(expected.data(), raw.data() + ObjectId::kBodyBytes, expected.size()) != 0) {

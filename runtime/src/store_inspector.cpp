@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "alarm_records.hpp"
+#include "dorm/hex.hpp"
 #include "dorm/runtime/keys.hpp"
 
 namespace dorm {
@@ -10,37 +11,6 @@ namespace {
 
 // Entries read per scan where a call reads every entry of a range.
 constexpr std::size_t kPage = 1024;
-
-constexpr char kHex[] = "0123456789abcdef";
-
-std::string hex(std::string_view bytes) {
-  std::string out;
-  out.reserve(2 * bytes.size());
-  for (char c : bytes) {
-    auto b = static_cast<unsigned char>(c);
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
-
-// Lower-case hex digits back to bytes; none for anything else.
-std::optional<std::string> unhex(std::string_view text) {
-  if (text.size() % 2 != 0) return std::nullopt;
-  auto digit = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); i += 2) {
-    int hi = digit(text[i]);
-    int lo = digit(text[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi << 4 | lo));
-  }
-  return out;
-}
 
 std::optional<std::uint64_t> parse_u64(std::string_view text) {
   std::uint64_t v = 0;
@@ -102,7 +72,7 @@ Result<StoreInspector> StoreInspector::open(storage::Backend& backend) {
 
 StoredObject StoreInspector::object(std::string_view ns, std::string_view body) const {
   StoredObject out{std::string(ns), std::string(body), {}};
-  out.id = codec_ ? codec_->from_body(ns, body).to_string() : hex(body);
+  out.id = codec_ ? codec_->from_body(ns, body).to_string() : hex_encode(body);
   return out;
 }
 
@@ -191,10 +161,10 @@ Result<std::optional<StoredObject>> StoreInspector::find_object(std::string_view
     if (codec_) {
       if (auto id = codec_->parse(ns, text)) body = std::string(id->body());
     } else {
-      body = unhex(text.substr(0, 2 * ObjectId::kBodyBytes));
+      body = hex_decode(text.substr(0, 2 * ObjectId::kBodyBytes));
     }
   } else if (!codec_ && text.size() == 2 * ObjectId::kBodyBytes) {
-    body = unhex(text);
+    body = hex_decode(text);
   }
   if (!body && codec_) body = std::string(codec_->from_name(ns, text).body());
   if (!body) {

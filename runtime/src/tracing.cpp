@@ -5,38 +5,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "dorm/hex.hpp"
+
 namespace dorm::trace {
 namespace {
-
-template <std::size_t N>
-std::string hex(const std::array<std::uint8_t, N>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * N, '0');
-  for (std::size_t i = 0; i < N; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
-  return out;
-}
-
-int hex_digit(char c) {
-  // W3C trace context allows lowercase hex only.
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-template <std::size_t N>
-bool unhex(std::string_view text, std::array<std::uint8_t, N>& out) {
-  if (text.size() != 2 * N) return false;
-  for (std::size_t i = 0; i < N; ++i) {
-    int hi = hex_digit(text[2 * i]);
-    int lo = hex_digit(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
-  }
-  return true;
-}
 
 template <std::size_t N>
 bool all_zero(const std::array<std::uint8_t, N>& bytes) {
@@ -58,19 +30,20 @@ void random_id(std::array<std::uint8_t, N>& out) {
 bool TraceContext::valid() const { return !all_zero(trace_id) && !all_zero(span_id); }
 
 std::string TraceContext::traceparent() const {
-  return "00-" + hex(trace_id) + "-" + hex(span_id) + (sampled ? "-01" : "-00");
+  return "00-" + hex_encode(trace_id) + "-" + hex_encode(span_id) + (sampled ? "-01" : "-00");
 }
 
 std::optional<TraceContext> TraceContext::from_traceparent(std::string_view header) {
   // version "-" trace-id "-" parent-id "-" flags; 2 + 1 + 32 + 1 + 16 + 1 + 2 = 55 chars.
-  // A later version may append "-" fields; version ff is forbidden.
+  // A later version may append "-" fields; version ff is forbidden. Hex digits are lower
+  // case only.
   if (header.size() < 55 || (header.size() > 55 && header[55] != '-')) return std::nullopt;
   std::array<std::uint8_t, 1> version{}, flags{};
   TraceContext ctx;
-  if (!unhex(header.substr(0, 2), version) || header[2] != '-' ||
-      !unhex(header.substr(3, 32), ctx.trace_id) || header[35] != '-' ||
-      !unhex(header.substr(36, 16), ctx.span_id) || header[52] != '-' ||
-      !unhex(header.substr(53, 2), flags)) {
+  if (!hex_decode(header.substr(0, 2), version) || header[2] != '-' ||
+      !hex_decode(header.substr(3, 32), ctx.trace_id) || header[35] != '-' ||
+      !hex_decode(header.substr(36, 16), ctx.span_id) || header[52] != '-' ||
+      !hex_decode(header.substr(53, 2), flags)) {
     return std::nullopt;
   }
   if (version[0] == 0xff || (version[0] == 0 && header.size() != 55)) return std::nullopt;
@@ -79,8 +52,8 @@ std::optional<TraceContext> TraceContext::from_traceparent(std::string_view head
   return ctx;
 }
 
-std::string to_hex(const TraceId& id) { return hex(id); }
-std::string to_hex(const SpanId& id) { return hex(id); }
+std::string to_hex(const TraceId& id) { return hex_encode(id); }
+std::string to_hex(const SpanId& id) { return hex_encode(id); }
 
 const AttributeValue* SpanData::attribute(std::string_view key) const {
   for (auto it = attributes.rbegin(); it != attributes.rend(); ++it) {

@@ -35,3 +35,25 @@ TEST_CASE("listen address: malformed input is rejected with a reason") {
     CHECK(r.error().message.find("invalid listen address") == 0);
   }
 }
+
+TEST_CASE("listen address: which hosts only this machine can reach") {
+  using dorm::mcp::is_loopback_host;
+  for (const char* yes : {"localhost", "127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "0::1",
+                          "0:0:0:0:0:0:0:1", "[::1]", "[0::1]"}) {
+    CAPTURE(yes);
+    CHECK(is_loopback_host(yes));
+  }
+  for (const char* no :
+       {"", "0.0.0.0", "::", "128.0.0.1", "10.0.0.1", "::2", "::ffff:127.0.0.1", "localhost.",
+        "LOCALHOST.evil", "127.0.0.1.evil", "127.0.0.01", "[127.0.0.1]", "[::1", "example.com"}) {
+    CAPTURE(no);
+    CHECK_FALSE(is_loopback_host(no));
+  }
+}
+
+TEST_CASE("listen address: userinfo and IPvFuture are refused") {
+  for (const char* bad : {"user@localhost:80", "[v1.x]:80", "[1.2]:80"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_listen_address(bad).ok());
+  }
+}

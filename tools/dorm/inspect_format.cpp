@@ -7,6 +7,7 @@
 #include <ctime>
 #include <optional>
 
+#include "dorm/hex.hpp"
 #include "dorm/mcp/event_id.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
 #include "dorm/runtime/keys.hpp"
@@ -23,7 +24,6 @@ using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 // Bytes from the store as one printable line: bytes outside printable ASCII, and the
 // backslash, as \xNN. Keys and values of user indexes may hold any byte.
 std::string printable(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(bytes.size());
   for (char c : bytes) {
@@ -31,9 +31,7 @@ std::string printable(std::string_view bytes) {
     if (b >= 0x20 && b < 0x7f && b != '\\') {
       out.push_back(c);
     } else {
-      out += "\\x";
-      out.push_back(kHex[b >> 4]);
-      out.push_back(kHex[b & 15]);
+      out += "\\x" + hex_encode(std::string_view(&c, 1));
     }
   }
   return out;

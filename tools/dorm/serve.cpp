@@ -1,6 +1,5 @@
 #include "serve.hpp"
 
-#include <arpa/inet.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -102,16 +101,6 @@ class Signals {
   std::atomic<bool> exiting_{false};
 };
 
-// Whether only this machine can reach `host`: a loopback address or "localhost".
-bool loopback_only(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
-  return false;
-}
-
 // Opens storage, retrying while another process holds its lock (a predecessor that is
 // still shutting down), for up to `wait`. A stop signal ends the wait.
 Result<std::unique_ptr<storage::Backend>> open_storage(const std::string& uri,
@@ -148,7 +137,7 @@ int serve(const ServeOptions& options) {
       return 1;
     }
     tokens = std::move(loaded).value();
-  } else if (!loopback_only(listen->host)) {
+  } else if (!mcp::is_loopback_host(listen->host)) {
     log::error("refusing_to_listen",
                {{"error", "--listen " + listen->to_string() +
                               " is reachable from other machines: without --auth-tokens "
