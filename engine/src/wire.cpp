@@ -221,6 +221,91 @@ Journal get_journal(Reader& r) {
   return j;
 }
 
+// ---- each frame type's fields after its type byte, as encode() writes them ----
+
+Start get_start_frame(Reader& r) {
+  Start m;
+  m.exec = r.integer<std::uint64_t>();
+  m.id = r.bytes();
+  m.source = r.bytes();
+  m.limits = get_limits(r);
+  m.journal = get_journal(r);
+  return m;
+}
+
+ToolResult get_tool_result_frame(Reader& r) {
+  ToolResult m;
+  m.exec = r.integer<std::uint64_t>();
+  m.result = get_tool_result(r);
+  return m;
+}
+
+TimerFired get_timer_fired_frame(Reader& r) {
+  TimerFired m;
+  m.exec = r.integer<std::uint64_t>();
+  m.fired = get_timer_fired(r);
+  return m;
+}
+
+ToolCall get_tool_call_frame(Reader& r) {
+  ToolCall m;
+  m.exec = r.integer<std::uint64_t>();
+  m.call = get_tool_call(r);
+  return m;
+}
+
+Log get_log_frame(Reader& r) {
+  Log m;
+  m.exec = r.integer<std::uint64_t>();
+  auto level = r.integer<std::uint8_t>();
+  if (level > static_cast<std::uint8_t>(LogLevel::error)) {
+    r.fail("unknown log level " + std::to_string(level));
+  }
+  m.level = static_cast<LogLevel>(level);
+  m.text = r.bytes();
+  return m;
+}
+
+Emit get_emit_frame(Reader& r) {
+  Emit m;
+  m.exec = r.integer<std::uint64_t>();
+  m.value_json = r.bytes();
+  return m;
+}
+
+TimerSet get_timer_set_frame(Reader& r) {
+  TimerSet m;
+  m.exec = r.integer<std::uint64_t>();
+  m.timer = r.integer<std::uint32_t>();
+  m.delay_ms = r.integer<std::int64_t>();
+  return m;
+}
+
+TimerClear get_timer_clear_frame(Reader& r) {
+  TimerClear m;
+  m.exec = r.integer<std::uint64_t>();
+  m.timer = r.integer<std::uint32_t>();
+  return m;
+}
+
+Completed get_completed_frame(Reader& r) {
+  Completed m;
+  m.exec = r.integer<std::uint64_t>();
+  m.result_json = r.bytes();
+  return m;
+}
+
+Failed get_failed_frame(Reader& r) {
+  Failed m;
+  m.exec = r.integer<std::uint64_t>();
+  auto kind = r.integer<std::uint8_t>();
+  auto known = failure_kind_from_wire(kind);
+  if (!known) r.fail("unknown failure kind " + std::to_string(kind));
+  m.kind = known.value_or(FailureKind::runtime_error);
+  m.message = r.bytes();
+  return m;
+}
+
 Error malformed(const std::string& what) {
   return Error{ErrorCode::invalid_argument, "malformed engine frame: " + what};
 }
@@ -321,92 +406,19 @@ Result<Message> decode(std::span<const std::uint8_t> body) {
   if (!r.ok()) return malformed("empty frame");
   Message message;
   switch (static_cast<Type>(type)) {
-    case Type::start: {
-      Start m;
-      m.exec = r.integer<std::uint64_t>();
-      m.id = r.bytes();
-      m.source = r.bytes();
-      m.limits = get_limits(r);
-      m.journal = get_journal(r);
-      message = std::move(m);
-      break;
-    }
-    case Type::tool_result: {
-      ToolResult m;
-      m.exec = r.integer<std::uint64_t>();
-      m.result = get_tool_result(r);
-      message = std::move(m);
-      break;
-    }
-    case Type::timer_fired: {
-      TimerFired m;
-      m.exec = r.integer<std::uint64_t>();
-      m.fired = get_timer_fired(r);
-      message = m;
-      break;
-    }
+    case Type::start: message = get_start_frame(r); break;
+    case Type::tool_result: message = get_tool_result_frame(r); break;
+    case Type::timer_fired: message = get_timer_fired_frame(r); break;
     case Type::cancel: message = Cancel{r.integer<std::uint64_t>()}; break;
     case Type::ping: message = Ping{r.integer<std::uint64_t>()}; break;
     case Type::ready: message = Ready{r.integer<std::uint32_t>()}; break;
-    case Type::tool_call: {
-      ToolCall m;
-      m.exec = r.integer<std::uint64_t>();
-      m.call = get_tool_call(r);
-      message = std::move(m);
-      break;
-    }
-    case Type::log: {
-      Log m;
-      m.exec = r.integer<std::uint64_t>();
-      auto level = r.integer<std::uint8_t>();
-      if (level > static_cast<std::uint8_t>(LogLevel::error)) {
-        r.fail("unknown log level " + std::to_string(level));
-      }
-      m.level = static_cast<LogLevel>(level);
-      m.text = r.bytes();
-      message = std::move(m);
-      break;
-    }
-    case Type::emit: {
-      Emit m;
-      m.exec = r.integer<std::uint64_t>();
-      m.value_json = r.bytes();
-      message = std::move(m);
-      break;
-    }
-    case Type::timer_set: {
-      TimerSet m;
-      m.exec = r.integer<std::uint64_t>();
-      m.timer = r.integer<std::uint32_t>();
-      m.delay_ms = r.integer<std::int64_t>();
-      message = m;
-      break;
-    }
-    case Type::timer_clear: {
-      TimerClear m;
-      m.exec = r.integer<std::uint64_t>();
-      m.timer = r.integer<std::uint32_t>();
-      message = m;
-      break;
-    }
-    case Type::completed: {
-      Completed m;
-      m.exec = r.integer<std::uint64_t>();
-      m.result_json = r.bytes();
-      message = std::move(m);
-      break;
-    }
-    case Type::failed: {
-      Failed m;
-      m.exec = r.integer<std::uint64_t>();
-      auto kind = r.integer<std::uint8_t>();
-      auto known = failure_kind_from_wire(kind);
-      if (!known) r.fail("unknown failure kind " + std::to_string(kind));
-      m.kind = known.value_or(FailureKind::runtime_error);
-      m.message = r.bytes();
-      message = std::move(m);
-      break;
-    }
+    case Type::tool_call: message = get_tool_call_frame(r); break;
+    case Type::log: message = get_log_frame(r); break;
+    case Type::emit: message = get_emit_frame(r); break;
+    case Type::timer_set: message = get_timer_set_frame(r); break;
+    case Type::timer_clear: message = get_timer_clear_frame(r); break;
+    case Type::completed: message = get_completed_frame(r); break;
+    case Type::failed: message = get_failed_frame(r); break;
     case Type::pong: message = Pong{r.integer<std::uint64_t>()}; break;
     case Type::exiting: message = Exiting{r.bytes()}; break;
     default: return malformed("unknown frame type " + std::to_string(type));
