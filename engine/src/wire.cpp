@@ -221,7 +221,12 @@ Journal get_journal(Reader& r) {
   return j;
 }
 
-// ---- each frame type's fields after its type byte, as encode() writes them ----
+// ---- frame bodies after the type byte, as encode() writes them ----
+//
+// The simpler ones are read in decode() itself, into braced initializers: those evaluate
+// their elements in order, so the fields are read in the order they were written.
+
+std::uint64_t exec_of(Reader& r) { return r.integer<std::uint64_t>(); }
 
 Start get_start_frame(Reader& r) {
   Start m;
@@ -230,27 +235,6 @@ Start get_start_frame(Reader& r) {
   m.source = r.bytes();
   m.limits = get_limits(r);
   m.journal = get_journal(r);
-  return m;
-}
-
-ToolResult get_tool_result_frame(Reader& r) {
-  ToolResult m;
-  m.exec = r.integer<std::uint64_t>();
-  m.result = get_tool_result(r);
-  return m;
-}
-
-TimerFired get_timer_fired_frame(Reader& r) {
-  TimerFired m;
-  m.exec = r.integer<std::uint64_t>();
-  m.fired = get_timer_fired(r);
-  return m;
-}
-
-ToolCall get_tool_call_frame(Reader& r) {
-  ToolCall m;
-  m.exec = r.integer<std::uint64_t>();
-  m.call = get_tool_call(r);
   return m;
 }
 
@@ -263,35 +247,6 @@ Log get_log_frame(Reader& r) {
   }
   m.level = static_cast<LogLevel>(level);
   m.text = r.bytes();
-  return m;
-}
-
-Emit get_emit_frame(Reader& r) {
-  Emit m;
-  m.exec = r.integer<std::uint64_t>();
-  m.value_json = r.bytes();
-  return m;
-}
-
-TimerSet get_timer_set_frame(Reader& r) {
-  TimerSet m;
-  m.exec = r.integer<std::uint64_t>();
-  m.timer = r.integer<std::uint32_t>();
-  m.delay_ms = r.integer<std::int64_t>();
-  return m;
-}
-
-TimerClear get_timer_clear_frame(Reader& r) {
-  TimerClear m;
-  m.exec = r.integer<std::uint64_t>();
-  m.timer = r.integer<std::uint32_t>();
-  return m;
-}
-
-Completed get_completed_frame(Reader& r) {
-  Completed m;
-  m.exec = r.integer<std::uint64_t>();
-  m.result_json = r.bytes();
   return m;
 }
 
@@ -407,17 +362,19 @@ Result<Message> decode(std::span<const std::uint8_t> body) {
   Message message;
   switch (static_cast<Type>(type)) {
     case Type::start: message = get_start_frame(r); break;
-    case Type::tool_result: message = get_tool_result_frame(r); break;
-    case Type::timer_fired: message = get_timer_fired_frame(r); break;
+    case Type::tool_result: message = ToolResult{exec_of(r), get_tool_result(r)}; break;
+    case Type::timer_fired: message = TimerFired{exec_of(r), get_timer_fired(r)}; break;
     case Type::cancel: message = Cancel{r.integer<std::uint64_t>()}; break;
     case Type::ping: message = Ping{r.integer<std::uint64_t>()}; break;
     case Type::ready: message = Ready{r.integer<std::uint32_t>()}; break;
-    case Type::tool_call: message = get_tool_call_frame(r); break;
+    case Type::tool_call: message = ToolCall{exec_of(r), get_tool_call(r)}; break;
     case Type::log: message = get_log_frame(r); break;
-    case Type::emit: message = get_emit_frame(r); break;
-    case Type::timer_set: message = get_timer_set_frame(r); break;
-    case Type::timer_clear: message = get_timer_clear_frame(r); break;
-    case Type::completed: message = get_completed_frame(r); break;
+    case Type::emit: message = Emit{exec_of(r), r.bytes()}; break;
+    case Type::timer_set:
+      message = TimerSet{exec_of(r), r.integer<std::uint32_t>(), r.integer<std::int64_t>()};
+      break;
+    case Type::timer_clear: message = TimerClear{exec_of(r), r.integer<std::uint32_t>()}; break;
+    case Type::completed: message = Completed{exec_of(r), r.bytes()}; break;
     case Type::failed: message = get_failed_frame(r); break;
     case Type::pong: message = Pong{r.integer<std::uint64_t>()}; break;
     case Type::exiting: message = Exiting{r.bytes()}; break;
