@@ -1,44 +1,26 @@
+// engine::Pool: executions routed to worker slots, and the pool thread that talks to the
+// workers. The worker processes themselves (spawn, loss, replacement, recycling) are kept
+// by worker_supervision.cpp; pool_impl.hpp has the types both share.
 #include "dorm/engine/pool.hpp"
 
-#include <fcntl.h>
 #include <openssl/rand.h>
 #include <poll.h>
-#include <rapidjson/document.h>
-#include <rapidjson/encodings.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-#include <spawn.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cerrno>
-#include <csignal>
 #include <cstring>
-#include <deque>
 #include <filesystem>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <set>
-#include <thread>
 
-#include "dorm/runtime/clock.hpp"
 #include "dorm/runtime/log.hpp"
 #include "input_checks.hpp"
-#include "worker_process.hpp"
+#include "pool_impl.hpp"
 
 namespace dorm::engine {
 namespace {
 
-using SteadyTime = std::chrono::steady_clock::time_point;
-constexpr SteadyTime kNever = SteadyTime::max();
 constexpr std::size_t kMaxSourceBytes = 1u << 20;
-constexpr int kMissedHeartbeats = 5;
 
 std::uint64_t random_seed() {
   std::uint64_t seed = 0;
@@ -48,791 +30,518 @@ std::uint64_t random_seed() {
   return seed;
 }
 
-class PoolImpl;
+}  // namespace
 
-// How other threads hand work to the pool thread. Executions hold it (not the pool), so an
-// execution kept past its pool's lifetime — by an actor that outlives a shutdown — posts
-// into a closed inbox instead of into freed memory.
-struct Inbox {
-  std::mutex mutex;
-  std::vector<std::function<void()>> commands;
-  bool closed = false;
-  int wake_fd = -1;
-  std::atomic<std::thread::id> loop_thread{};
+namespace detail {
 
-  bool on_loop_thread() const { return loop_thread.load() == std::this_thread::get_id(); }
+PoolImpl::PoolImpl(PoolOptions options) : options_(std::move(options)) {
+  if (options_.clock == nullptr) options_.clock = &system_clock_;
+  if (options_.workers == 0) options_.workers = std::max(1u, std::thread::hardware_concurrency());
+  inbox_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
 
-  // Queues `fn` for the pool thread; dropped if the pool is gone.
-  void post(std::function<void()> fn) {
-    std::lock_guard lock(mutex);
-    if (closed) return;
-    commands.push_back(std::move(fn));
-    std::uint64_t one = 1;
-    (void)!write(wake_fd, &one, sizeof one);
+PoolImpl::~PoolImpl() {
+  post([this] { stopping_ = true; });
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(inbox_->mutex);
+    inbox_->closed = true;
+    inbox_->commands.clear();
   }
-};
-
-// The host's side of one execution. Everything but the mutex-guarded parts is touched only
-// on the pool thread.
-class ExecutionImpl final : public Execution, public std::enable_shared_from_this<ExecutionImpl> {
- public:
-  ExecutionImpl(PoolImpl& pool, std::shared_ptr<Inbox> inbox, ExecutionRequest request,
-                std::shared_ptr<ExecutionObserver> observer)
-      : pool_(pool), inbox_(std::move(inbox)), request_(std::move(request)), observer_(std::move(observer)) {}
-
-  const std::string& id() const override { return request_.id; }
-  void deliver_tool_result(std::uint32_t seq, bool ok, std::string value) override;
-  void cancel() override;
-  Journal journal() const override {
-    std::lock_guard lock(journal_mutex_);
-    return journal_;
+  // Executions still queued or running end now, each with one last word to its owner.
+  std::vector<std::shared_ptr<ExecutionImpl>> unfinished(queue_.begin(), queue_.end());
+  for (auto& w : workers_) {
+    for (auto& [handle, e] : w->running) unfinished.push_back(e);
+    stop_worker(*w);
   }
-
-  void append(JournalEntry entry) {
-    {
-      std::lock_guard lock(journal_mutex_);
-      journal_.entries.push_back(entry);
-    }
-    observer_->on_journal(entry);
+  for (auto& e : unfinished) {
+    if (e->state == ExecutionImpl::State::ended) continue;
+    finish_failed(*e, FailureKind::engine_crashed,
+                  "the engine pool shut down before the execution ended");
   }
+  if (inbox_->wake_fd >= 0) close(inbox_->wake_fd);
+}
 
-  PoolImpl& pool_;  // only touched on the pool thread (through inbox_), so only while it lives
-  std::shared_ptr<Inbox> inbox_;
-  ExecutionRequest request_;
-  std::shared_ptr<ExecutionObserver> observer_;
-  mutable std::mutex journal_mutex_;
-  Journal journal_;
-
-  // Pool thread only.
-  enum class State { queued, running, ended } state = State::queued;
-  struct WorkerProc* worker = nullptr;
-  std::size_t slot = 0;  // which of the worker's slots runs it
-  std::uint64_t handle = 0;
-  std::uint32_t next_seq = 1;         // the sequence number the next live call must carry
-  std::uint32_t calls = 0;            // calls made, replayed ones included
-  std::set<std::uint32_t> outstanding;  // calls without a delivered result
-  std::uint32_t last_timer = 0;
-  std::map<std::uint32_t, std::int64_t> timers;  // id → due (clock ms)
-  SteadyTime hard_deadline = kNever;  // past it with no verdict: kill the worker
-};
-
-// One socket to a worker: its control socket, or one slot's.
-struct Conn {
-  int fd = -1;
-  wire::FrameReader reader;
-  std::string out;
-};
-
-// A slot of a worker, as the host sees it: its socket and what runs there.
-struct SlotConn : Conn {
-  std::shared_ptr<ExecutionImpl> exec;  // null: free
-  bool warm = false;      // free, and said its next context is made
-  SteadyTime freed_at{};  // when it last became free
-};
-
-struct WorkerProc {
-  pid_t pid = -1;
-  Conn control;  // ready, heartbeats, the worker's last words
-  std::vector<SlotConn> conns;  // slot i's socket is conns[i]
-  enum class State { starting, ready, retiring } state = State::starting;
-  bool dying = false;  // said it is about to exit: counts as lost, not recycled
-  std::uint32_t slots = 0;
-  std::uint64_t started = 0;
-  std::map<std::uint64_t, std::shared_ptr<ExecutionImpl>> running;
-  std::uint64_t ping_nonce = 0;
-  SteadyTime last_heard;
-  SteadyTime spawned_at;
-};
-
-class PoolImpl final : public Pool {
- public:
-  explicit PoolImpl(PoolOptions options) : options_(std::move(options)) {
-    if (options_.clock == nullptr) options_.clock = &system_clock_;
-    if (options_.workers == 0) options_.workers = std::max(1u, std::thread::hardware_concurrency());
-    inbox_->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+Result<void> PoolImpl::open(std::chrono::milliseconds ready_timeout) {
+  if (inbox_->wake_fd < 0)
+    return Error{ErrorCode::io_error, std::string("eventfd: ") + std::strerror(errno)};
+  if (options_.worker_path.empty() || access(options_.worker_path.c_str(), X_OK) != 0) {
+    return Error{
+        ErrorCode::invalid_argument,
+        "the engine worker executable '" + options_.worker_path + "' is missing or not executable"};
   }
-
-  ~PoolImpl() override {
-    post([this] { stopping_ = true; });
-    if (thread_.joinable()) thread_.join();
-    {
-      std::lock_guard lock(inbox_->mutex);
-      inbox_->closed = true;
-      inbox_->commands.clear();
-    }
-    // Executions still queued or running end now, each with one last word to its owner.
-    std::vector<std::shared_ptr<ExecutionImpl>> unfinished(queue_.begin(), queue_.end());
-    for (auto& w : workers_) {
-      for (auto& [handle, e] : w->running) unfinished.push_back(e);
-      stop_worker(*w);
-    }
-    for (auto& e : unfinished) {
-      if (e->state == ExecutionImpl::State::ended) continue;
-      finish_failed(*e, FailureKind::engine_crashed, "the engine pool shut down before the execution ended");
-    }
-    if (inbox_->wake_fd >= 0) close(inbox_->wake_fd);
+  for (unsigned i = 0; i < options_.workers; ++i) {
+    auto spawned = spawn();
+    if (!spawned) return spawned.error();
   }
-
-  Result<void> open(std::chrono::milliseconds ready_timeout) {
-    if (inbox_->wake_fd < 0) return Error{ErrorCode::io_error, std::string("eventfd: ") + std::strerror(errno)};
-    if (options_.worker_path.empty() || access(options_.worker_path.c_str(), X_OK) != 0) {
-      return Error{ErrorCode::invalid_argument,
-                   "the engine worker executable '" + options_.worker_path + "' is missing or not executable"};
-    }
-    for (unsigned i = 0; i < options_.workers; ++i) {
-      auto spawned = spawn();
-      if (!spawned) return spawned.error();
-    }
-    thread_ = std::thread([this] {
-      inbox_->loop_thread = std::this_thread::get_id();
-      loop();
-      inbox_->loop_thread = std::thread::id{};  // an id may be reused by a later thread
-    });
-    std::unique_lock lock(mutex_);
-    bool ready = ready_cv_.wait_for(lock, ready_timeout, [&] { return ready_count_ >= options_.workers; });
-    if (!ready) {
-      return Error{ErrorCode::unavailable, "engine workers did not become ready within " +
-                                               std::to_string(ready_timeout.count()) + " ms (" +
-                                               std::to_string(ready_count_) + " of " +
-                                               std::to_string(options_.workers) + " ready)"};
-    }
-    return Result<void>();
+  thread_ = std::thread([this] {
+    inbox_->loop_thread = std::this_thread::get_id();
+    loop();
+    inbox_->loop_thread = std::thread::id{};  // an id may be reused by a later thread
+  });
+  std::unique_lock lock(mutex_);
+  bool ready =
+      ready_cv_.wait_for(lock, ready_timeout, [&] { return ready_count_ >= options_.workers; });
+  if (!ready) {
+    return Error{ErrorCode::unavailable, "engine workers did not become ready within " +
+                                             std::to_string(ready_timeout.count()) + " ms (" +
+                                             std::to_string(ready_count_) + " of " +
+                                             std::to_string(options_.workers) + " ready)"};
   }
+  return Result<void>();
+}
 
-  Result<std::shared_ptr<Execution>> start(ExecutionRequest request,
-                                           std::shared_ptr<ExecutionObserver> observer) override {
-    if (auto valid = validate(request.limits); !valid) return valid.error();
-    if (request.source.size() > kMaxSourceBytes) {
-      return Error{ErrorCode::limit_exceeded, "the source is " + std::to_string(request.source.size()) +
-                                                  " bytes; the engine takes at most " +
-                                                  std::to_string(kMaxSourceBytes)};
+Result<std::shared_ptr<Execution>> PoolImpl::start(ExecutionRequest request,
+                                                   std::shared_ptr<ExecutionObserver> observer) {
+  if (auto valid = validate(request.limits); !valid) return valid.error();
+  if (request.source.size() > kMaxSourceBytes) {
+    return Error{ErrorCode::limit_exceeded,
+                 "the source is " + std::to_string(request.source.size()) +
+                     " bytes; the engine takes at most " + std::to_string(kMaxSourceBytes)};
+  }
+  if (!observer) return Error{ErrorCode::invalid_argument, "an execution needs an observer"};
+  auto e = std::make_shared<ExecutionImpl>(*this, inbox_, std::move(request), std::move(observer));
+  if (e->request_.journal) {
+    e->journal_ = *e->request_.journal;
+    if (auto checked = adopt_journal(*e); !checked) return checked.error();
+  } else {
+    e->journal_.start_ms = options_.clock->now_ms();
+    e->journal_.seed = random_seed();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (queued_count_ >= options_.max_queued) {
+      return Error{ErrorCode::unavailable, "the engine's queue is full (" +
+                                               std::to_string(options_.max_queued) +
+                                               " executions waiting)"};
     }
-    if (!observer) return Error{ErrorCode::invalid_argument, "an execution needs an observer"};
-    auto e = std::make_shared<ExecutionImpl>(*this, inbox_, std::move(request), std::move(observer));
-    if (e->request_.journal) {
-      e->journal_ = *e->request_.journal;
-      if (auto checked = adopt_journal(*e); !checked) return checked.error();
-    } else {
-      e->journal_.start_ms = options_.clock->now_ms();
-      e->journal_.seed = random_seed();
-    }
+    ++queued_count_;
+  }
+  post([this, e] {
+    queue_.push_back(e);
+    dispatch();
+  });
+  return std::shared_ptr<Execution>(e);
+}
+
+Pool::Stats PoolImpl::stats() const {
+  std::lock_guard lock(mutex_);
+  Stats s = stats_;
+  s.workers_ready = ready_count_;
+  s.slots = ready_count_ * options_.slots_per_worker;
+  s.queued = queued_count_;
+  return s;
+}
+
+std::vector<pid_t> PoolImpl::worker_pids() const {
+  std::lock_guard lock(mutex_);
+  return pids_;
+}
+
+std::optional<pid_t> PoolImpl::worker_of(const Execution& execution) const {
+  std::lock_guard lock(mutex_);
+  auto found = exec_pids_.find(&execution);
+  if (found == exec_pids_.end()) return std::nullopt;
+  return found->second;
+}
+
+void PoolImpl::deliver(const std::shared_ptr<ExecutionImpl>& e, std::uint32_t seq, bool ok,
+                       std::string value) {
+  if (e->state != ExecutionImpl::State::running || e->outstanding.erase(seq) == 0) return;
+  ToolResultEntry entry{seq, ok, ok ? std::move(value) : json_string(value),
+                        options_.clock->now_ms()};
+  if (ok && !valid_json(entry.value_json)) {
+    entry.ok = false;
+    entry.value_json = json_string("the tool's result is not valid JSON");
+  }
+  e->append(entry);
+  send(*e->worker, e->slot, wire::ToolResult{e->handle, std::move(entry)});
+  arm_hard_deadline(*e);
+}
+
+void PoolImpl::cancel(const std::shared_ptr<ExecutionImpl>& e) {
+  if (e->state == ExecutionImpl::State::queued) {
+    std::erase(queue_, e);
     {
       std::lock_guard lock(mutex_);
-      if (queued_count_ >= options_.max_queued) {
-        return Error{ErrorCode::unavailable, "the engine's queue is full (" +
-                                                 std::to_string(options_.max_queued) + " executions waiting)"};
+      --queued_count_;
+    }
+    finish_failed(*e, FailureKind::cancelled, "the execution was cancelled before it started");
+  } else if (e->state == ExecutionImpl::State::running) {
+    send(*e->worker, e->slot, wire::Cancel{e->handle});
+  }
+}
+
+// A journal handed in for replay sets what the host expects next: calls numbered after the
+// recorded ones, and the calls and timers it left open.
+Result<void> PoolImpl::adopt_journal(ExecutionImpl& e) {
+  std::uint32_t expected = 1;
+  for (const auto& entry : e.journal_.entries) {
+    if (auto* call = std::get_if<ToolCallEntry>(&entry)) {
+      if (call->seq != expected++) {
+        return Error{ErrorCode::invalid_argument,
+                     "the journal's tool calls are not numbered 1, 2, 3, ..."};
       }
-      ++queued_count_;
+    } else if (auto* set = std::get_if<TimerSetEntry>(&entry)) {
+      e.last_timer = std::max(e.last_timer, set->timer);
     }
-    post([this, e] {
-      queue_.push_back(e);
-      dispatch();
-    });
-    return std::shared_ptr<Execution>(e);
   }
+  e.next_seq = expected;
+  e.calls = expected - 1;
+  OpenEffects open = open_effects(e.journal_);
+  for (const auto& call : open.calls) e.outstanding.insert(call.seq);
+  for (const auto& timer : open.timers) e.timers[timer.timer] = timer.time_ms + timer.delay_ms;
+  return Result<void>();
+}
 
-  Stats stats() const override {
-    std::lock_guard lock(mutex_);
-    Stats s = stats_;
-    s.workers_ready = ready_count_;
-    s.slots = ready_count_ * options_.slots_per_worker;
-    s.queued = queued_count_;
-    return s;
-  }
+// ---- executions ----
 
-  std::vector<pid_t> worker_pids() const override {
-    std::lock_guard lock(mutex_);
-    return pids_;
-  }
-
-  std::optional<pid_t> worker_of(const Execution& execution) const override {
-    std::lock_guard lock(mutex_);
-    auto found = exec_pids_.find(&execution);
-    if (found == exec_pids_.end()) return std::nullopt;
-    return found->second;
-  }
-
-  void poke() override {
-    post([] {});
-  }
-
-  // Runs `fn` on the pool thread.
-  void post(std::function<void()> fn) { inbox_->post(std::move(fn)); }
-
-  void deliver(const std::shared_ptr<ExecutionImpl>& e, std::uint32_t seq, bool ok, std::string value) {
-    if (e->state != ExecutionImpl::State::running || e->outstanding.erase(seq) == 0) return;
-    ToolResultEntry entry{seq, ok, ok ? std::move(value) : json_string(value), options_.clock->now_ms()};
-    if (ok && !valid_json(entry.value_json)) {
-      entry.ok = false;
-      entry.value_json = json_string("the tool's result is not valid JSON");
+void PoolImpl::dispatch() {
+  while (!queue_.empty()) {
+    WorkerProc* best = nullptr;
+    for (auto& w : workers_) {
+      if (w->state != WorkerProc::State::ready || w->control.fd < 0) continue;
+      if (w->running.size() >= w->slots) continue;
+      if (best == nullptr || w->running.size() < best->running.size()) best = w.get();
     }
-    e->append(entry);
-    send(*e->worker, e->slot, wire::ToolResult{e->handle, std::move(entry)});
+    if (best == nullptr) return;
+    std::size_t slot = pick_slot(*best);
+    if (slot == best->conns.size()) return;  // cannot happen: running < slots
+    auto e = queue_.front();
+    queue_.pop_front();
+    {
+      std::lock_guard lock(mutex_);
+      --queued_count_;
+      exec_pids_[e.get()] = best->pid;
+    }
+    e->state = ExecutionImpl::State::running;
+    e->worker = best;
+    e->slot = slot;
+    best->conns[slot].exec = e;
+    best->conns[slot].warm = false;
+    e->handle = ++next_handle_;
+    best->running[e->handle] = e;
+    wire::Start start;
+    start.exec = e->handle;
+    start.id = e->request_.id;
+    start.source = e->request_.source;
+    start.limits = e->request_.limits;
+    start.journal = e->journal();
     arm_hard_deadline(*e);
-  }
-
-  void cancel(const std::shared_ptr<ExecutionImpl>& e) {
-    if (e->state == ExecutionImpl::State::queued) {
-      std::erase(queue_, e);
+    send(*best, slot, start);
+    if (++best->started >= options_.recycle_after && best->state == WorkerProc::State::ready) {
+      best->state = WorkerProc::State::retiring;
       {
-        std::lock_guard lock(mutex_);
-        --queued_count_;
-      }
-      finish_failed(*e, FailureKind::cancelled, "the execution was cancelled before it started");
-    } else if (e->state == ExecutionImpl::State::running) {
-      send(*e->worker, e->slot, wire::Cancel{e->handle});
-    }
-  }
-
- private:
-
-
-  // A journal handed in for replay sets what the host expects next: calls numbered after the
-  // recorded ones, and the calls and timers it left open.
-  Result<void> adopt_journal(ExecutionImpl& e) {
-    std::uint32_t expected = 1;
-    for (const auto& entry : e.journal_.entries) {
-      if (auto* call = std::get_if<ToolCallEntry>(&entry)) {
-        if (call->seq != expected++) {
-          return Error{ErrorCode::invalid_argument, "the journal's tool calls are not numbered 1, 2, 3, ..."};
-        }
-      } else if (auto* set = std::get_if<TimerSetEntry>(&entry)) {
-        e.last_timer = std::max(e.last_timer, set->timer);
-      }
-    }
-    e.next_seq = expected;
-    e.calls = expected - 1;
-    OpenEffects open = open_effects(e.journal_);
-    for (const auto& call : open.calls) e.outstanding.insert(call.seq);
-    for (const auto& timer : open.timers) e.timers[timer.timer] = timer.time_ms + timer.delay_ms;
-    return Result<void>();
-  }
-
-  Result<void> spawn() {
-    WorkerCommand command{options_.worker_path, options_.slots_per_worker, options_.address_space_mb,
-                          options_.keep_worker_stderr};
-    auto process = spawn_worker_process(command);
-    if (!process) return process.error();
-    pid_t pid = process->pid;
-    auto w = std::make_unique<WorkerProc>();
-    w->pid = pid;
-    w->control.fd = process->fd;
-    w->conns.resize(process->slot_fds.size());
-    for (std::size_t i = 0; i < w->conns.size(); ++i) w->conns[i].fd = process->slot_fds[i];
-    w->last_heard = w->spawned_at = std::chrono::steady_clock::now();
-    {
-      std::lock_guard lock(mutex_);
-      pids_.push_back(pid);
-      ++stats_.workers_spawned;
-    }
-    workers_.push_back(std::move(w));
-    return Result<void>();
-  }
-
-  // Closes every socket to the worker.
-  static void close_all(WorkerProc& w) {
-    if (w.control.fd >= 0) close(w.control.fd);
-    w.control.fd = -1;
-    for (auto& c : w.conns) {
-      if (c.fd >= 0) close(c.fd);
-      c.fd = -1;
-    }
-  }
-
-  void stop_worker(WorkerProc& w) {
-    close_all(w);
-    if (w.pid > 0) {
-      kill(w.pid, SIGKILL);
-      int status = 0;
-      waitpid(w.pid, &status, 0);
-      std::lock_guard lock(mutex_);
-      std::erase(pids_, w.pid);
-      if (w.state == WorkerProc::State::ready) --ready_count_;
-    }
-    w.pid = -1;
-  }
-
-  // On the control socket.
-  void send(WorkerProc& w, const wire::Message& m) { send(w, w.control, m); }
-
-  // On slot `slot`'s socket.
-  void send(WorkerProc& w, std::size_t slot, const wire::Message& m) { send(w, w.conns.at(slot), m); }
-
-  void send(WorkerProc& w, Conn& c, const wire::Message& m) {
-    if (c.fd < 0) return;
-    wire::encode(m, c.out);
-    flush(w, c);
-  }
-
-  void flush(WorkerProc& w, Conn& c) {
-    while (!c.out.empty() && c.fd >= 0) {
-      ssize_t n = write(c.fd, c.out.data(), c.out.size());
-      if (n > 0) {
-        c.out.erase(0, static_cast<std::size_t>(n));
-      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;  // poll() tells us when it drains
-      } else {
-        lose(w, "its socket broke (" + std::string(std::strerror(errno)) + ")");
-        return;
-      }
-    }
-  }
-
-  // ---- the pool thread ----
-
-  void loop() {
-    while (!stopping_) {
-      run_commands();
-      if (stopping_) break;
-      fire_timers();
-      check_deadlines();
-      reap_lost();
-      dispatch();
-      std::vector<pollfd> fds;
-      fds.push_back({inbox_->wake_fd, POLLIN, 0});
-      // Each polled socket: its worker and which socket (-1: control, else the slot).
-      std::vector<std::pair<WorkerProc*, int>> polled;
-      for (auto& w : workers_) {
-        if (w->control.fd < 0) continue;
-        auto add = [&](Conn& c, int which) {
-          short events = POLLIN;
-          if (!c.out.empty()) events |= POLLOUT;
-          fds.push_back({c.fd, events, 0});
-          polled.emplace_back(w.get(), which);
-        };
-        add(w->control, -1);
-        for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
-      }
-      int rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
-      if (rc < 0 && errno != EINTR) break;
-      if (fds[0].revents & POLLIN) {
-        std::uint64_t count;
-        (void)!read(inbox_->wake_fd, &count, sizeof count);
-      }
-      for (std::size_t i = 0; i < polled.size(); ++i) {
-        auto [w, which] = polled[i];
-        short revents = fds[i + 1].revents;
-        if (revents == 0 || w->pid < 0) continue;  // or lost while handling an earlier socket
-        Conn& c = which < 0 ? w->control : w->conns[static_cast<std::size_t>(which)];
-        if (revents & POLLOUT) flush(*w, c);
-        if (w->pid >= 0 && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(*w, which);
-      }
-    }
-  }
-
-  void run_commands() {
-    std::vector<std::function<void()>> commands;
-    {
-      std::lock_guard lock(inbox_->mutex);
-      commands.swap(inbox_->commands);
-    }
-    for (auto& c : commands) c();
-  }
-
-  int next_timeout_ms() {
-    auto now = std::chrono::steady_clock::now();
-    SteadyTime next = now + options_.heartbeat;
-    std::int64_t now_ms = options_.clock->now_ms();
-    std::int64_t timer_wait = -1;
-    for (auto& w : workers_) {
-      for (auto& [h, e] : w->running) {
-        next = std::min(next, e->hard_deadline);
-        for (auto& [id, due] : e->timers) {
-          std::int64_t wait = std::max<std::int64_t>(0, due - now_ms);
-          timer_wait = timer_wait < 0 ? wait : std::min(timer_wait, wait);
-        }
-      }
-    }
-    if (respawn_at_ != kNever) next = std::min(next, respawn_at_);
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
-    if (timer_wait >= 0) wait = std::min<std::int64_t>(wait, timer_wait);
-    return static_cast<int>(std::clamp<std::int64_t>(wait + 1, 0, 60'000));
-  }
-
-  // Reads socket `which` of `w` (-1: control, else that slot's).
-  void read_from(WorkerProc& w, int which) {
-    char buffer[1 << 16];
-    for (;;) {
-      Conn& c = which < 0 ? w.control : w.conns[static_cast<std::size_t>(which)];
-      if (c.fd < 0) return;
-      ssize_t n = read(c.fd, buffer, sizeof buffer);
-      if (n > 0) {
-        c.reader.feed(buffer, static_cast<std::size_t>(n));
-        w.last_heard = std::chrono::steady_clock::now();
-        if (!handle_frames(w, which)) return;
-        if (static_cast<std::size_t>(n) < sizeof buffer) return;
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return;
-      lose(w, "it exited");
-      return;
-    }
-  }
-
-  // False once the worker was dropped.
-  bool handle_frames(WorkerProc& w, int which) {
-    for (;;) {
-      Conn& c = which < 0 ? w.control : w.conns[static_cast<std::size_t>(which)];
-      auto next = c.reader.next();
-      if (!next) return violation(w, next.error().message);
-      if (!next->has_frame) return true;
-      auto message = wire::decode(next->body);
-      if (!message) return violation(w, message.error().message);
-      if (!handle(w, which, std::move(*message))) return false;
-    }
-  }
-
-  bool violation(WorkerProc& w, const std::string& why) {
-    log::warn("engine_worker_protocol_violation", {{"pid", w.pid}, {"reason", why}});
-    lose(w, "it broke the engine protocol: " + why);
-    return false;
-  }
-
-  // A frame from socket `which` of `w` (-1: control, else that slot's).
-  bool handle(WorkerProc& w, int which, wire::Message message) {
-    if (auto* ready = std::get_if<wire::Ready>(&message)) {
-      if (which >= 0) {
-        // On a slot's socket: its next context is made. It may already run the next
-        // execution, started before this arrived; then the word is stale.
-        if (ready->slots != 1) return violation(w, "a slot's ready for more than one slot");
-        SlotConn& c = w.conns[static_cast<std::size_t>(which)];
-        if (!c.exec) c.warm = true;
-        return true;
-      }
-      if (w.state != WorkerProc::State::starting || ready->slots != w.conns.size()) {
-        return violation(w, "an unexpected ready");
-      }
-      w.state = WorkerProc::State::ready;
-      w.slots = ready->slots;
-      for (auto& c : w.conns) c.warm = true;
-      consecutive_crashes_ = 0;
-      {
-        std::lock_guard lock(mutex_);
-        ++ready_count_;
-      }
-      ready_cv_.notify_all();
-      dispatch();
-      return true;
-    }
-    if (std::holds_alternative<wire::Pong>(message)) {
-      return which < 0 || violation(w, "a pong on a slot's socket");
-    }
-    if (std::holds_alternative<wire::Exiting>(message)) {
-      w.dying = true;
-      if (w.state == WorkerProc::State::ready) {
-        w.state = WorkerProc::State::retiring;
         std::lock_guard lock(mutex_);
         --ready_count_;
       }
-      lost_ = true;  // reap_lost() starts a replacement
-      return true;
+      lost_ = true;  // reap_lost() starts its replacement now, off the request path
     }
-    std::uint64_t handle = std::visit(
-        [](const auto& m) -> std::uint64_t {
-          if constexpr (requires { m.exec; }) {
-            return m.exec;
-          } else {
-            return 0;
-          }
-        },
-        message);
-    // An execution's frames come only from the slot it runs on.
-    std::shared_ptr<ExecutionImpl> e = which < 0 ? nullptr : w.conns[static_cast<std::size_t>(which)].exec;
-    if (!e || e->handle != handle) {
-      return violation(w, "a frame for execution " + std::to_string(handle) + ", which that slot is not running");
-    }
-    if (auto* call = std::get_if<wire::ToolCall>(&message)) {
-      ToolCallEntry& c = call->call;
-      if (c.seq != e->next_seq) return violation(w, "tool call " + std::to_string(c.seq) + " out of order");
-      if (e->calls >= e->request_.limits.tool_calls ||
-          e->outstanding.size() >= e->request_.limits.concurrent_tool_calls) {
-        return violation(w, "a tool call past the execution's limits");
+  }
+}
+
+// A free slot of `w` for the next start (conns.size() if none). A slot makes its next
+// context right after it reports an outcome and says `ready` on its socket when that is
+// done: the first warm slot is preferred (always the same few, whose isolates stay in the
+// CPU's caches), else the slot free the longest, which will be warm soonest.
+std::size_t PoolImpl::pick_slot(const WorkerProc& w) {
+  std::size_t oldest = w.conns.size();
+  for (std::size_t i = 0; i < w.conns.size(); ++i) {
+    const SlotConn& c = w.conns[i];
+    if (c.exec) continue;
+    if (c.warm) return i;
+    if (oldest == w.conns.size() || c.freed_at < w.conns[oldest].freed_at) oldest = i;
+  }
+  return oldest;
+}
+
+void PoolImpl::arm_hard_deadline(ExecutionImpl& e) {
+  e.hard_deadline = e.outstanding.empty()
+                        ? std::chrono::steady_clock::now() +
+                              std::chrono::milliseconds(e.request_.limits.wall_ms) +
+                              options_.hard_kill_grace
+                        : kNever;
+}
+
+// Fires due timers in due order (ties by id), so the journal records them as a virtual
+// clock would order them.
+void PoolImpl::fire_timers() {
+  std::int64_t now = options_.clock->now_ms();
+  for (auto& w : workers_) {
+    for (auto& [handle, e] : w->running) {
+      std::vector<std::pair<std::int64_t, std::uint32_t>> due;
+      for (auto& [id, at] : e->timers) {
+        if (at <= now) due.emplace_back(at, id);
       }
-      if (c.path.empty() || c.path.size() > 1024 || !valid_utf8(c.path) || !valid_json(c.args_json)) {
-        return violation(w, "a tool call with a malformed path or arguments");
+      std::sort(due.begin(), due.end());
+      for (auto& [at, id] : due) {
+        TimerFiredEntry fired{id, now};
+        e->timers.erase(id);
+        e->append(fired);
+        send(*w, e->slot, wire::TimerFired{handle, fired});
       }
-      ++e->next_seq;
-      ++e->calls;
-      e->outstanding.insert(c.seq);
-      e->hard_deadline = kNever;
-      e->append(c);
-      e->observer_->on_tool_call(c);
-    } else if (auto* log = std::get_if<wire::Log>(&message)) {
-      if (!valid_utf8(log->text)) return violation(w, "a log line that is not UTF-8");
-      e->observer_->on_log(log->level, log->text);
-    } else if (auto* emit = std::get_if<wire::Emit>(&message)) {
-      if (!valid_json(emit->value_json)) return violation(w, "an emitted value that is not JSON");
-      e->observer_->on_emit(emit->value_json);
-    } else if (auto* set = std::get_if<wire::TimerSet>(&message)) {
-      if (set->timer != e->last_timer + 1 || set->delay_ms < 0) return violation(w, "a malformed timer");
-      e->last_timer = set->timer;
-      std::int64_t now = options_.clock->now_ms();
-      e->timers[set->timer] = now + set->delay_ms;
-      e->append(TimerSetEntry{set->timer, set->delay_ms, now});
-    } else if (auto* clear = std::get_if<wire::TimerClear>(&message)) {
-      if (e->timers.erase(clear->timer) == 0) return violation(w, "a clear of an unknown timer");
-      e->append(TimerClearEntry{clear->timer});
-    } else if (auto* done = std::get_if<wire::Completed>(&message)) {
-      if (!valid_json(done->result_json)) return violation(w, "a result that is not JSON");
-      detach(w, *e);
-      finish_completed(*e, done->result_json);
-    } else if (auto* failed = std::get_if<wire::Failed>(&message)) {
-      if (!valid_utf8(failed->message)) return violation(w, "a failure message that is not UTF-8");
-      if (failed->kind == FailureKind::engine_crashed) return violation(w, "a worker may not report a crash");
-      detach(w, *e);
-      finish_failed(*e, failed->kind, failed->message);
-    } else {
-      return violation(w, "a host-to-worker frame");
     }
+  }
+}
+
+// A frame about an execution, which must come from the slot that runs it.
+bool PoolImpl::handle_execution_frame(WorkerProc& w, int which, wire::Message& message) {
+  std::uint64_t handle = std::visit(
+      [](const auto& m) -> std::uint64_t {
+        if constexpr (requires { m.exec; }) {
+          return m.exec;
+        } else {
+          return 0;
+        }
+      },
+      message);
+  // An execution's frames come only from the slot it runs on.
+  std::shared_ptr<ExecutionImpl> e =
+      which < 0 ? nullptr : w.conns[static_cast<std::size_t>(which)].exec;
+  if (!e || e->handle != handle) {
+    return violation(
+        w, "a frame for execution " + std::to_string(handle) + ", which that slot is not running");
+  }
+  if (auto* call = std::get_if<wire::ToolCall>(&message)) {
+    return on_tool_call(w, *e, call->call);
+  } else if (auto* log = std::get_if<wire::Log>(&message)) {
+    if (!valid_utf8(log->text)) return violation(w, "a log line that is not UTF-8");
+    e->observer_->on_log(log->level, log->text);
+  } else if (auto* emit = std::get_if<wire::Emit>(&message)) {
+    if (!valid_json(emit->value_json)) return violation(w, "an emitted value that is not JSON");
+    e->observer_->on_emit(emit->value_json);
+  } else if (auto* set = std::get_if<wire::TimerSet>(&message)) {
+    return on_timer_set(w, *e, *set);
+  } else if (auto* clear = std::get_if<wire::TimerClear>(&message)) {
+    if (e->timers.erase(clear->timer) == 0) return violation(w, "a clear of an unknown timer");
+    e->append(TimerClearEntry{clear->timer});
+  } else if (auto* done = std::get_if<wire::Completed>(&message)) {
+    if (!valid_json(done->result_json)) return violation(w, "a result that is not JSON");
+    detach(w, *e);
+    finish_completed(*e, done->result_json);
+  } else if (auto* failed = std::get_if<wire::Failed>(&message)) {
+    if (!valid_utf8(failed->message)) return violation(w, "a failure message that is not UTF-8");
+    if (failed->kind == FailureKind::engine_crashed)
+      return violation(w, "a worker may not report a crash");
+    detach(w, *e);
+    finish_failed(*e, failed->kind, failed->message);
+  } else {
+    return violation(w, "a host-to-worker frame");
+  }
+  return true;
+}
+
+// A tool call, numbered next and within the execution's limits, goes to the observer.
+bool PoolImpl::on_tool_call(WorkerProc& w, ExecutionImpl& e, ToolCallEntry& c) {
+  if (c.seq != e.next_seq)
+    return violation(w, "tool call " + std::to_string(c.seq) + " out of order");
+  if (e.calls >= e.request_.limits.tool_calls ||
+      e.outstanding.size() >= e.request_.limits.concurrent_tool_calls) {
+    return violation(w, "a tool call past the execution's limits");
+  }
+  if (c.path.empty() || c.path.size() > 1024 || !valid_utf8(c.path) || !valid_json(c.args_json)) {
+    return violation(w, "a tool call with a malformed path or arguments");
+  }
+  ++e.next_seq;
+  ++e.calls;
+  e.outstanding.insert(c.seq);
+  e.hard_deadline = kNever;
+  e.append(c);
+  e.observer_->on_tool_call(c);
+  return true;
+}
+
+// Timers are numbered 1, 2, 3, ... per execution; the pool fires them (fire_timers).
+bool PoolImpl::on_timer_set(WorkerProc& w, ExecutionImpl& e, const wire::TimerSet& set) {
+  if (set.timer != e.last_timer + 1 || set.delay_ms < 0) return violation(w, "a malformed timer");
+  e.last_timer = set.timer;
+  std::int64_t now = options_.clock->now_ms();
+  e.timers[set.timer] = now + set.delay_ms;
+  e.append(TimerSetEntry{set.timer, set.delay_ms, now});
+  return true;
+}
+
+void PoolImpl::detach(WorkerProc& w, ExecutionImpl& e) {
+  w.running.erase(e.handle);
+  SlotConn& slot = w.conns.at(e.slot);
+  slot.exec.reset();
+  slot.warm = false;
+  slot.freed_at = std::chrono::steady_clock::now();
+  e.worker = nullptr;
+  std::lock_guard lock(mutex_);
+  exec_pids_.erase(&e);
+}
+
+void PoolImpl::finish_completed(ExecutionImpl& e, std::string_view json) {
+  e.state = ExecutionImpl::State::ended;
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.completed;
+  }
+  e.observer_->on_completed(json);
+  dispatch();
+}
+
+void PoolImpl::finish_failed(ExecutionImpl& e, FailureKind kind, std::string_view message) {
+  e.state = ExecutionImpl::State::ended;
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.failed;
+  }
+  e.observer_->on_failed(kind, message);
+}
+
+// ---- the pool thread ----
+
+void PoolImpl::loop() {
+  while (!stopping_) {
+    run_commands();
+    if (stopping_) break;
+    fire_timers();
+    check_deadlines();
+    reap_lost();
+    dispatch();
+    std::vector<pollfd> fds;
+    fds.push_back({inbox_->wake_fd, POLLIN, 0});
+    // Each polled socket: its worker and which socket (-1: control, else the slot).
+    std::vector<std::pair<WorkerProc*, int>> polled;
+    for (auto& w : workers_) {
+      if (w->control.fd < 0) continue;
+      auto add = [&](Conn& c, int which) {
+        short events = POLLIN;
+        if (!c.out.empty()) events |= POLLOUT;
+        fds.push_back({c.fd, events, 0});
+        polled.emplace_back(w.get(), which);
+      };
+      add(w->control, -1);
+      for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
+    }
+    int rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
+    if (rc < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) {
+      std::uint64_t count;
+      (void)!read(inbox_->wake_fd, &count, sizeof count);
+    }
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+      auto [w, which] = polled[i];
+      short revents = fds[i + 1].revents;
+      if (revents == 0 || w->pid < 0) continue;  // or lost while handling an earlier socket
+      Conn& c = which < 0 ? w->control : w->conns[static_cast<std::size_t>(which)];
+      if (revents & POLLOUT) flush(*w, c);
+      if (w->pid >= 0 && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(*w, which);
+    }
+  }
+}
+
+void PoolImpl::run_commands() {
+  std::vector<std::function<void()>> commands;
+  {
+    std::lock_guard lock(inbox_->mutex);
+    commands.swap(inbox_->commands);
+  }
+  for (auto& c : commands) c();
+}
+
+int PoolImpl::next_timeout_ms() {
+  auto now = std::chrono::steady_clock::now();
+  SteadyTime next = now + options_.heartbeat;
+  std::int64_t now_ms = options_.clock->now_ms();
+  std::int64_t timer_wait = -1;
+  for (auto& w : workers_) {
+    for (auto& [h, e] : w->running) {
+      next = std::min(next, e->hard_deadline);
+      for (auto& [id, due] : e->timers) {
+        std::int64_t wait = std::max<std::int64_t>(0, due - now_ms);
+        timer_wait = timer_wait < 0 ? wait : std::min(timer_wait, wait);
+      }
+    }
+  }
+  if (respawn_at_ != kNever) next = std::min(next, respawn_at_);
+  auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  if (timer_wait >= 0) wait = std::min<std::int64_t>(wait, timer_wait);
+  return static_cast<int>(std::clamp<std::int64_t>(wait + 1, 0, 60'000));
+}
+
+// Reads socket `which` of `w` (-1: control, else that slot's).
+void PoolImpl::read_from(WorkerProc& w, int which) {
+  char buffer[1 << 16];
+  for (;;) {
+    Conn& c = which < 0 ? w.control : w.conns[static_cast<std::size_t>(which)];
+    if (c.fd < 0) return;
+    ssize_t n = read(c.fd, buffer, sizeof buffer);
+    if (n > 0) {
+      c.reader.feed(buffer, static_cast<std::size_t>(n));
+      w.last_heard = std::chrono::steady_clock::now();
+      if (!handle_frames(w, which)) return;
+      if (static_cast<std::size_t>(n) < sizeof buffer) return;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    lose(w, "it exited");
+    return;
+  }
+}
+
+// False once the worker was dropped.
+bool PoolImpl::handle_frames(WorkerProc& w, int which) {
+  for (;;) {
+    Conn& c = which < 0 ? w.control : w.conns[static_cast<std::size_t>(which)];
+    auto next = c.reader.next();
+    if (!next) return violation(w, next.error().message);
+    if (!next->has_frame) return true;
+    auto message = wire::decode(next->body);
+    if (!message) return violation(w, message.error().message);
+    if (!handle(w, which, std::move(*message))) return false;
+  }
+}
+
+// A frame from socket `which` of `w` (-1: control, else that slot's).
+bool PoolImpl::handle(WorkerProc& w, int which, wire::Message message) {
+  if (auto* ready = std::get_if<wire::Ready>(&message)) {
+    if (which < 0) return on_worker_ready(w, *ready);
+    // On a slot's socket: its next context is made. It may already run the next
+    // execution, started before this arrived; then the word is stale.
+    if (ready->slots != 1) return violation(w, "a slot's ready for more than one slot");
+    SlotConn& c = w.conns[static_cast<std::size_t>(which)];
+    if (!c.exec) c.warm = true;
     return true;
   }
-
-  void detach(WorkerProc& w, ExecutionImpl& e) {
-    w.running.erase(e.handle);
-    SlotConn& slot = w.conns.at(e.slot);
-    slot.exec.reset();
-    slot.warm = false;
-    slot.freed_at = std::chrono::steady_clock::now();
-    e.worker = nullptr;
-    std::lock_guard lock(mutex_);
-    exec_pids_.erase(&e);
+  if (std::holds_alternative<wire::Pong>(message)) {
+    return which < 0 || violation(w, "a pong on a slot's socket");
   }
-
-  void finish_completed(ExecutionImpl& e, std::string_view json) {
-    e.state = ExecutionImpl::State::ended;
-    {
-      std::lock_guard lock(mutex_);
-      ++stats_.completed;
-    }
-    e.observer_->on_completed(json);
-    dispatch();
+  if (std::holds_alternative<wire::Exiting>(message)) {
+    on_exiting(w);
+    return true;
   }
+  return handle_execution_frame(w, which, message);
+}
 
-  void finish_failed(ExecutionImpl& e, FailureKind kind, std::string_view message) {
-    e.state = ExecutionImpl::State::ended;
-    {
-      std::lock_guard lock(mutex_);
-      ++stats_.failed;
-    }
-    e.observer_->on_failed(kind, message);
-  }
+bool PoolImpl::violation(WorkerProc& w, const std::string& why) {
+  log::warn("engine_worker_protocol_violation", {{"pid", w.pid}, {"reason", why}});
+  lose(w, "it broke the engine protocol: " + why);
+  return false;
+}
 
-  // Drops a worker that died or misbehaved; its executions fail with engine_crashed (one
-  // that the pool itself had judged, such as a wall overrun, with that kind).
-  void lose(WorkerProc& w, const std::string& why) {
-    if (w.pid < 0) return;
-    pid_t pid = w.pid;
-    close_all(w);
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    w.pid = -1;
-    std::string how = why + "; " + describe_status(status);
-    bool recycled = w.state == WorkerProc::State::retiring && w.running.empty() && !w.dying;
-    {
-      std::lock_guard lock(mutex_);
-      std::erase(pids_, pid);
-      if (w.state == WorkerProc::State::ready) --ready_count_;
-      if (!recycled) ++stats_.workers_lost;
-    }
-    if (!recycled) {
-      log::warn("engine_worker_lost", {{"pid", pid}, {"executions", w.running.size()}, {"reason", how}});
-      ++consecutive_crashes_;
-    }
-    auto running = std::move(w.running);
-    w.running.clear();
-    for (auto& c : w.conns) c.exec.reset();
-    for (auto& [handle, e] : running) {
-      {
-        std::lock_guard lock(mutex_);
-        exec_pids_.erase(e.get());
-      }
-      e->worker = nullptr;
-      if (e->state != ExecutionImpl::State::running) continue;
-      if (e.get() == judged_.get()) {
-        finish_failed(*e, judged_kind_, judged_message_);
-      } else {
-        finish_failed(*e, FailureKind::engine_crashed,
-                      "the engine worker running this execution stopped (" + how + ")");
-      }
-    }
-    judged_.reset();
-    lost_ = true;
-  }
+void PoolImpl::send(WorkerProc& w, Conn& c, const wire::Message& m) {
+  if (c.fd < 0) return;
+  wire::encode(m, c.out);
+  flush(w, c);
+}
 
-  // Removes dead workers and starts replacements, with backoff after repeated crashes.
-  void reap_lost() {
-    if (stopping_) return;
-    if (lost_) {
-      std::erase_if(workers_, [](const auto& w) { return w->pid < 0; });
-      lost_ = false;
-    }
-    unsigned live = 0;
-    for (auto& w : workers_) live += w->state != WorkerProc::State::retiring ? 1 : 0;
-    if (live >= options_.workers) {
-      respawn_at_ = kNever;
+void PoolImpl::flush(WorkerProc& w, Conn& c) {
+  while (!c.out.empty() && c.fd >= 0) {
+    ssize_t n = write(c.fd, c.out.data(), c.out.size());
+    if (n > 0) {
+      c.out.erase(0, static_cast<std::size_t>(n));
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      return;  // poll() tells us when it drains
+    } else {
+      lose(w, "its socket broke (" + std::string(std::strerror(errno)) + ")");
       return;
     }
-    auto now = std::chrono::steady_clock::now();
-    if (respawn_at_ == kNever && consecutive_crashes_ > 1) {
-      auto backoff = std::chrono::milliseconds(50 << std::min(consecutive_crashes_ - 1, 7u));
-      respawn_at_ = now + backoff;
-    }
-    if (respawn_at_ != kNever && now < respawn_at_) return;
-    respawn_at_ = kNever;
-    while (live < options_.workers) {
-      if (!spawn()) {
-        respawn_at_ = now + std::chrono::seconds(1);
-        return;
-      }
-      ++live;
-    }
   }
-
-  void dispatch() {
-    while (!queue_.empty()) {
-      WorkerProc* best = nullptr;
-      for (auto& w : workers_) {
-        if (w->state != WorkerProc::State::ready || w->control.fd < 0) continue;
-        if (w->running.size() >= w->slots) continue;
-        if (best == nullptr || w->running.size() < best->running.size()) best = w.get();
-      }
-      if (best == nullptr) return;
-      std::size_t slot = pick_slot(*best);
-      if (slot == best->conns.size()) return;  // cannot happen: running < slots
-      auto e = queue_.front();
-      queue_.pop_front();
-      {
-        std::lock_guard lock(mutex_);
-        --queued_count_;
-        exec_pids_[e.get()] = best->pid;
-      }
-      e->state = ExecutionImpl::State::running;
-      e->worker = best;
-      e->slot = slot;
-      best->conns[slot].exec = e;
-      best->conns[slot].warm = false;
-      e->handle = ++next_handle_;
-      best->running[e->handle] = e;
-      wire::Start start;
-      start.exec = e->handle;
-      start.id = e->request_.id;
-      start.source = e->request_.source;
-      start.limits = e->request_.limits;
-      start.journal = e->journal();
-      arm_hard_deadline(*e);
-      send(*best, slot, start);
-      if (++best->started >= options_.recycle_after && best->state == WorkerProc::State::ready) {
-        best->state = WorkerProc::State::retiring;
-        {
-          std::lock_guard lock(mutex_);
-          --ready_count_;
-        }
-        lost_ = true;  // reap_lost() starts its replacement now, off the request path
-      }
-    }
-  }
-
-  // A free slot of `w` for the next start (conns.size() if none). A slot makes its next
-  // context right after it reports an outcome and says `ready` on its socket when that is
-  // done: the first warm slot is preferred (always the same few, whose isolates stay in the
-  // CPU's caches), else the slot free the longest, which will be warm soonest.
-  static std::size_t pick_slot(const WorkerProc& w) {
-    std::size_t oldest = w.conns.size();
-    for (std::size_t i = 0; i < w.conns.size(); ++i) {
-      const SlotConn& c = w.conns[i];
-      if (c.exec) continue;
-      if (c.warm) return i;
-      if (oldest == w.conns.size() || c.freed_at < w.conns[oldest].freed_at) oldest = i;
-    }
-    return oldest;
-  }
-
-  void arm_hard_deadline(ExecutionImpl& e) {
-    e.hard_deadline = e.outstanding.empty()
-                          ? std::chrono::steady_clock::now() + std::chrono::milliseconds(e.request_.limits.wall_ms) +
-                                options_.hard_kill_grace
-                          : kNever;
-  }
-
-  // Fires due timers in due order (ties by id), so the journal records them as a virtual
-  // clock would order them.
-  void fire_timers() {
-    std::int64_t now = options_.clock->now_ms();
-    for (auto& w : workers_) {
-      for (auto& [handle, e] : w->running) {
-        std::vector<std::pair<std::int64_t, std::uint32_t>> due;
-        for (auto& [id, at] : e->timers) {
-          if (at <= now) due.emplace_back(at, id);
-        }
-        std::sort(due.begin(), due.end());
-        for (auto& [at, id] : due) {
-          TimerFiredEntry fired{id, now};
-          e->timers.erase(id);
-          e->append(fired);
-          send(*w, e->slot, wire::TimerFired{handle, fired});
-        }
-      }
-    }
-  }
-
-  void check_deadlines() {
-    auto now = std::chrono::steady_clock::now();
-    for (auto& w : workers_) {
-      if (w->control.fd < 0) continue;
-      if (w->state == WorkerProc::State::starting && now - w->spawned_at > std::chrono::seconds(60)) {
-        lose(*w, "it did not become ready within 60 s");
-        continue;
-      }
-      if (w->state == WorkerProc::State::retiring && w->running.empty() && !w->dying) {
-        lose(*w, "it was recycled");
-        continue;
-      }
-      for (auto& [handle, e] : w->running) {
-        if (now < e->hard_deadline) continue;
-        judged_ = e;
-        judged_kind_ = FailureKind::wall_limit;
-        judged_message_ = "the execution ran longer than its wall time limit of " +
-                          std::to_string(e->request_.limits.wall_ms) +
-                          " ms (wall_ms) and did not stop; its engine worker was restarted";
-        lose(*w, "it did not stop an execution past its wall time limit");
-        break;
-      }
-      if (w->control.fd < 0) continue;
-      if (now - w->last_heard > options_.heartbeat * kMissedHeartbeats) {
-        lose(*w, "it missed " + std::to_string(kMissedHeartbeats) + " heartbeats");
-      } else if (now - w->last_heard >= options_.heartbeat && w->state != WorkerProc::State::starting) {
-        send(*w, wire::Ping{++w->ping_nonce});
-      }
-    }
-  }
-
-  PoolOptions options_;
-  SystemClock system_clock_;
-  std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
-  std::thread thread_;
-  bool stopping_ = false;
-
-  mutable std::mutex mutex_;  // guards the members up to the next blank line
-  std::condition_variable ready_cv_;
-  unsigned ready_count_ = 0;
-  std::size_t queued_count_ = 0;
-  Stats stats_;
-  std::vector<pid_t> pids_;
-  std::map<const Execution*, pid_t> exec_pids_;
-
-  // Pool thread only.
-  std::vector<std::unique_ptr<WorkerProc>> workers_;
-  std::deque<std::shared_ptr<ExecutionImpl>> queue_;
-  std::uint64_t next_handle_ = 0;
-  bool lost_ = false;
-  unsigned consecutive_crashes_ = 0;
-  SteadyTime respawn_at_ = kNever;
-  std::shared_ptr<ExecutionImpl> judged_;
-  FailureKind judged_kind_ = FailureKind::wall_limit;
-  std::string judged_message_;
-};
+}
 
 void ExecutionImpl::deliver_tool_result(std::uint32_t seq, bool ok, std::string value) {
   auto self = shared_from_this();
@@ -852,7 +561,7 @@ void ExecutionImpl::cancel() {
   inbox_->post([self] { self->pool_.cancel(self); });
 }
 
-}  // namespace
+}  // namespace detail
 
 std::string format_log_line(wire::LogLevel level, std::string_view text) {
   std::string line = "[";
@@ -869,17 +578,20 @@ std::string default_worker_path() {
   for (auto candidate : {self.parent_path() / "dorm-engine-worker",
                          self.parent_path() / ".." / "engine" / "dorm-engine-worker",
                          self.parent_path() / ".." / ".." / "engine" / "dorm-engine-worker"}) {
-    if (std::filesystem::exists(candidate, ec)) return std::filesystem::weakly_canonical(candidate, ec).string();
+    if (std::filesystem::exists(candidate, ec))
+      return std::filesystem::weakly_canonical(candidate, ec).string();
   }
   return {};
 }
 
-Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options, std::chrono::milliseconds ready_timeout) {
+Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options,
+                                           std::chrono::milliseconds ready_timeout) {
   if (options.slots_per_worker == 0 || options.slots_per_worker > 64) {
     return Error{ErrorCode::invalid_argument, "slots_per_worker must be between 1 and 64"};
   }
-  if (options.recycle_after == 0) return Error{ErrorCode::invalid_argument, "recycle_after must be at least 1"};
-  auto pool = std::make_unique<PoolImpl>(std::move(options));
+  if (options.recycle_after == 0)
+    return Error{ErrorCode::invalid_argument, "recycle_after must be at least 1"};
+  auto pool = std::make_unique<detail::PoolImpl>(std::move(options));
   if (auto opened = pool->open(ready_timeout); !opened) return opened.error();
   return std::unique_ptr<Pool>(std::move(pool));
 }

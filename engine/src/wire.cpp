@@ -221,6 +221,46 @@ Journal get_journal(Reader& r) {
   return j;
 }
 
+// ---- frame bodies after the type byte, as encode() writes them ----
+//
+// The simpler ones are read in decode() itself, into braced initializers: those evaluate
+// their elements in order, so the fields are read in the order they were written.
+
+std::uint64_t exec_of(Reader& r) { return r.integer<std::uint64_t>(); }
+
+Start get_start_frame(Reader& r) {
+  Start m;
+  m.exec = r.integer<std::uint64_t>();
+  m.id = r.bytes();
+  m.source = r.bytes();
+  m.limits = get_limits(r);
+  m.journal = get_journal(r);
+  return m;
+}
+
+Log get_log_frame(Reader& r) {
+  Log m;
+  m.exec = r.integer<std::uint64_t>();
+  auto level = r.integer<std::uint8_t>();
+  if (level > static_cast<std::uint8_t>(LogLevel::error)) {
+    r.fail("unknown log level " + std::to_string(level));
+  }
+  m.level = static_cast<LogLevel>(level);
+  m.text = r.bytes();
+  return m;
+}
+
+Failed get_failed_frame(Reader& r) {
+  Failed m;
+  m.exec = r.integer<std::uint64_t>();
+  auto kind = r.integer<std::uint8_t>();
+  auto known = failure_kind_from_wire(kind);
+  if (!known) r.fail("unknown failure kind " + std::to_string(kind));
+  m.kind = known.value_or(FailureKind::runtime_error);
+  m.message = r.bytes();
+  return m;
+}
+
 Error malformed(const std::string& what) {
   return Error{ErrorCode::invalid_argument, "malformed engine frame: " + what};
 }
@@ -321,92 +361,21 @@ Result<Message> decode(std::span<const std::uint8_t> body) {
   if (!r.ok()) return malformed("empty frame");
   Message message;
   switch (static_cast<Type>(type)) {
-    case Type::start: {
-      Start m;
-      m.exec = r.integer<std::uint64_t>();
-      m.id = r.bytes();
-      m.source = r.bytes();
-      m.limits = get_limits(r);
-      m.journal = get_journal(r);
-      message = std::move(m);
-      break;
-    }
-    case Type::tool_result: {
-      ToolResult m;
-      m.exec = r.integer<std::uint64_t>();
-      m.result = get_tool_result(r);
-      message = std::move(m);
-      break;
-    }
-    case Type::timer_fired: {
-      TimerFired m;
-      m.exec = r.integer<std::uint64_t>();
-      m.fired = get_timer_fired(r);
-      message = m;
-      break;
-    }
+    case Type::start: message = get_start_frame(r); break;
+    case Type::tool_result: message = ToolResult{exec_of(r), get_tool_result(r)}; break;
+    case Type::timer_fired: message = TimerFired{exec_of(r), get_timer_fired(r)}; break;
     case Type::cancel: message = Cancel{r.integer<std::uint64_t>()}; break;
     case Type::ping: message = Ping{r.integer<std::uint64_t>()}; break;
     case Type::ready: message = Ready{r.integer<std::uint32_t>()}; break;
-    case Type::tool_call: {
-      ToolCall m;
-      m.exec = r.integer<std::uint64_t>();
-      m.call = get_tool_call(r);
-      message = std::move(m);
+    case Type::tool_call: message = ToolCall{exec_of(r), get_tool_call(r)}; break;
+    case Type::log: message = get_log_frame(r); break;
+    case Type::emit: message = Emit{exec_of(r), r.bytes()}; break;
+    case Type::timer_set:
+      message = TimerSet{exec_of(r), r.integer<std::uint32_t>(), r.integer<std::int64_t>()};
       break;
-    }
-    case Type::log: {
-      Log m;
-      m.exec = r.integer<std::uint64_t>();
-      auto level = r.integer<std::uint8_t>();
-      if (level > static_cast<std::uint8_t>(LogLevel::error)) {
-        r.fail("unknown log level " + std::to_string(level));
-      }
-      m.level = static_cast<LogLevel>(level);
-      m.text = r.bytes();
-      message = std::move(m);
-      break;
-    }
-    case Type::emit: {
-      Emit m;
-      m.exec = r.integer<std::uint64_t>();
-      m.value_json = r.bytes();
-      message = std::move(m);
-      break;
-    }
-    case Type::timer_set: {
-      TimerSet m;
-      m.exec = r.integer<std::uint64_t>();
-      m.timer = r.integer<std::uint32_t>();
-      m.delay_ms = r.integer<std::int64_t>();
-      message = m;
-      break;
-    }
-    case Type::timer_clear: {
-      TimerClear m;
-      m.exec = r.integer<std::uint64_t>();
-      m.timer = r.integer<std::uint32_t>();
-      message = m;
-      break;
-    }
-    case Type::completed: {
-      Completed m;
-      m.exec = r.integer<std::uint64_t>();
-      m.result_json = r.bytes();
-      message = std::move(m);
-      break;
-    }
-    case Type::failed: {
-      Failed m;
-      m.exec = r.integer<std::uint64_t>();
-      auto kind = r.integer<std::uint8_t>();
-      auto known = failure_kind_from_wire(kind);
-      if (!known) r.fail("unknown failure kind " + std::to_string(kind));
-      m.kind = known.value_or(FailureKind::runtime_error);
-      m.message = r.bytes();
-      message = std::move(m);
-      break;
-    }
+    case Type::timer_clear: message = TimerClear{exec_of(r), r.integer<std::uint32_t>()}; break;
+    case Type::completed: message = Completed{exec_of(r), r.bytes()}; break;
+    case Type::failed: message = get_failed_frame(r); break;
     case Type::pong: message = Pong{r.integer<std::uint64_t>()}; break;
     case Type::exiting: message = Exiting{r.bytes()}; break;
     default: return malformed("unknown frame type " + std::to_string(type));

@@ -183,6 +183,75 @@ void index_json(JsonWriter& w, const IndexReport& index) {
   w.EndObject();
 }
 
+// One in-flight journal record of a session.
+void journal_record_json(JsonWriter& w, const StoreReport& report,
+                         const mcp::SessionSnapshot::Journal& j) {
+  w.StartObject();
+  key(w, "requestKey");
+  bytes(w, j.request_key);
+  key(w, "request");
+  request_json(w, j.request_key);
+  key(w, "stream");
+  str(w, mcp::stream_key(j.record.stream));
+  key(w, "generation");
+  w.Uint64(j.record.epoch.generation);
+  key(w, "activation");
+  w.Uint64(j.record.epoch.activation);
+  key(w, "earlierGeneration");
+  w.Bool(earlier_generation(report, j.record));
+  w.EndObject();
+}
+
+void stream_json(JsonWriter& w, const mcp::SessionSnapshot::Stream& stream) {
+  const auto& r = stream.record;
+  w.StartObject();
+  key(w, "id");
+  str(w, mcp::stream_key(r.id));
+  key(w, "requestKey");
+  bytes(w, r.request);
+  key(w, "request");
+  request_json(w, r.request);
+  key(w, "retryMs");
+  w.Int64(r.retry_ms);
+  key(w, "finished");
+  w.Bool(r.finished);
+  if (r.finished) {
+    key(w, "finishedMs");
+    w.Int64(r.finished_ms);
+    key(w, "finishedAt");
+    str(w, utc(r.finished_ms));
+  }
+  key(w, "first");
+  w.Uint64(r.first);
+  key(w, "next");
+  w.Uint64(r.next);
+  key(w, "eventCount");
+  w.Uint64(r.events);
+  key(w, "bytes");
+  w.Uint64(r.bytes);
+  key(w, "omittedEvents");
+  w.Uint64(stream.omitted);
+  key(w, "events");
+  w.StartArray();
+  for (const auto& e : stream.events) {
+    w.StartObject();
+    key(w, "id");
+    str(w, e.id.to_string());
+    key(w, "seq");
+    w.Uint64(e.id.seq);
+    if (e.data.empty()) {
+      key(w, "priming");
+      w.Bool(true);
+    } else {
+      key(w, "message");
+      json_value(w, e.data);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
 void session_json(JsonWriter& w, const StoreReport& report, const SessionReport& s) {
   w.StartObject();
   key(w, "id");
@@ -203,74 +272,11 @@ void session_json(JsonWriter& w, const StoreReport& report, const SessionReport&
   w.EndArray();
   key(w, "journal");
   w.StartArray();
-  for (const auto& j : s.snapshot.journal) {
-    w.StartObject();
-    key(w, "requestKey");
-    bytes(w, j.request_key);
-    key(w, "request");
-    request_json(w, j.request_key);
-    key(w, "stream");
-    str(w, mcp::stream_key(j.record.stream));
-    key(w, "generation");
-    w.Uint64(j.record.epoch.generation);
-    key(w, "activation");
-    w.Uint64(j.record.epoch.activation);
-    key(w, "earlierGeneration");
-    w.Bool(earlier_generation(report, j.record));
-    w.EndObject();
-  }
+  for (const auto& j : s.snapshot.journal) journal_record_json(w, report, j);
   w.EndArray();
   key(w, "streams");
   w.StartArray();
-  for (const auto& stream : s.snapshot.streams) {
-    const auto& r = stream.record;
-    w.StartObject();
-    key(w, "id");
-    str(w, mcp::stream_key(r.id));
-    key(w, "requestKey");
-    bytes(w, r.request);
-    key(w, "request");
-    request_json(w, r.request);
-    key(w, "retryMs");
-    w.Int64(r.retry_ms);
-    key(w, "finished");
-    w.Bool(r.finished);
-    if (r.finished) {
-      key(w, "finishedMs");
-      w.Int64(r.finished_ms);
-      key(w, "finishedAt");
-      str(w, utc(r.finished_ms));
-    }
-    key(w, "first");
-    w.Uint64(r.first);
-    key(w, "next");
-    w.Uint64(r.next);
-    key(w, "eventCount");
-    w.Uint64(r.events);
-    key(w, "bytes");
-    w.Uint64(r.bytes);
-    key(w, "omittedEvents");
-    w.Uint64(stream.omitted);
-    key(w, "events");
-    w.StartArray();
-    for (const auto& e : stream.events) {
-      w.StartObject();
-      key(w, "id");
-      str(w, e.id.to_string());
-      key(w, "seq");
-      w.Uint64(e.id.seq);
-      if (e.data.empty()) {
-        key(w, "priming");
-        w.Bool(true);
-      } else {
-        key(w, "message");
-        json_value(w, e.data);
-      }
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-  }
+  for (const auto& stream : s.snapshot.streams) stream_json(w, stream);
   w.EndArray();
   key(w, "problems");
   w.StartArray();

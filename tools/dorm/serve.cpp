@@ -121,6 +121,259 @@ Result<std::unique_ptr<storage::Backend>> open_storage(const std::string& uri,
   }
 }
 
+// The tool, resource and prompt sets sessions offer; they must outlive the runtime.
+struct Offerings {
+  mcp::ToolRegistry tools;
+  mcp::ResourceRegistry resources;
+  mcp::PromptRegistry prompts;
+};
+
+// Adds --allowed-origins and --allowed-hosts to `policy`; false (logged) on a bad entry.
+bool add_allowed_callers(const ServeOptions& options, mcp::CheckPolicy& policy) {
+  for (const auto& origin : options.allowed_origins) {
+    if (auto ok = mcp::check_allowed_origin_entry(origin); !ok) {
+      log::error("bad_allowed_origin", {{"error", ok.error().message}});
+      return false;
+    }
+    policy.allowed_origins.push_back(origin);
+  }
+  for (const auto& host : options.allowed_hosts) {
+    if (auto ok = mcp::check_allowed_host_entry(host); !ok) {
+      log::error("bad_allowed_host", {{"error", ok.error().message}});
+      return false;
+    }
+    policy.allowed_hosts.push_back(host);
+  }
+  return true;
+}
+
+// Registers the --fixtures sets; false (logged) on an unknown one.
+bool register_fixture_sets(const ServeOptions& options, Offerings& offered) {
+  for (const auto& set : options.fixtures) {
+    if (auto ok =
+            actors::register_fixtures({offered.tools, offered.resources, offered.prompts}, set);
+        !ok) {
+      log::error("bad_fixtures", {{"error", ok.error().message}});
+      return false;
+    }
+  }
+  return true;
+}
+
+// Opens --trace-file into `tracer` (left null without one); false (logged) when it cannot.
+bool open_tracer(const ServeOptions& options, std::unique_ptr<trace::OtlpJsonFileTracer>& tracer) {
+  if (options.trace_file.empty()) return true;
+  auto opened = trace::OtlpJsonFileTracer::open(options.trace_file);
+  if (!opened) {
+    log::error("trace_file_unusable", {{"error", opened.error().message}});
+    return false;
+  }
+  tracer = std::move(opened).value();
+  return true;
+}
+
+// 1. Bind: /healthz answers while storage opens, /mcp requests wait, and a port conflict
+//    is reported before any storage work. Null (logged) when the address cannot be bound.
+std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
+                                               const mcp::ListenAddress& listen,
+                                               const mcp::CheckPolicy& policy) {
+  mcp::HttpServer::Options http;
+  http.listen = listen;
+  http.io_threads = options.http_threads;
+  // Who is calling is checked before a body is read, from the first request on (policy
+  // and tokens outlive the server: they are declared before it).
+  http.check_head = [policy](const mcp::HttpRequest& head) {
+    if (std::string_view(head.target).starts_with(actors::kApprovalPathPrefix)) {
+      // The approval page: the one-time token in the link is the credential (a browser
+      // sends no bearer token); Host and Origin are checked as for /mcp.
+      auto page_policy = policy;
+      page_policy.tokens = nullptr;
+      return mcp::refuse_caller(head, page_policy);
+    }
+    return mcp::refuse_caller(head, policy);
+  };
+  if (options.code_mode) http.route_prefixes.push_back(std::string(actors::kApprovalPathPrefix));
+  auto server = mcp::HttpServer::start(http);
+  if (!server) {
+    log::error("bind_failed", {{"error", server.error().message}});
+    return nullptr;
+  }
+  return std::move(server).value();
+}
+
+// At SIGHUP: reads the token file again (nothing to do in single-user mode).
+void reload_tokens(mcp::AuthTokens* tokens) {
+  if (!tokens) return;
+  if (auto ok = tokens->reload(); !ok) {
+    log::error("auth_tokens_reload_failed", {{"error", ok.error().message}});
+  } else {
+    log::info("auth_tokens_reloaded", {{"path", tokens->path()}});
+  }
+}
+
+// The engine pool for --code-mode, null without it. Call it on the thread that serves:
+// the workers die with the thread that spawned them (PR_SET_PDEATHSIG).
+Result<std::unique_ptr<engine::Pool>> create_engine_pool(const ServeOptions& options) {
+  if (!options.code_mode) return std::unique_ptr<engine::Pool>();
+  engine::PoolOptions pool_options;
+  pool_options.worker_path = engine::default_worker_path();
+  pool_options.workers = options.engine_workers;
+  pool_options.slots_per_worker = options.engine_slots;
+  if (pool_options.worker_path.empty()) {
+    return Error{ErrorCode::not_found,
+                 "dorm-engine-worker was not found next to dorm or in ../engine"};
+  }
+  return engine::Pool::create(pool_options);
+}
+
+// 3. The runtime: bumps the generation.
+Result<std::unique_ptr<Runtime>> start_runtime(storage::Backend& store, trace::Tracer* tracer) {
+  RuntimeOptions runtime_options;
+  runtime_options.tracer = tracer;
+  runtime_options.version_label = kVersion;
+  // Turns are synchronous (a tool may hold one): more workers than cores keeps one busy
+  // session from holding up the others.
+  runtime_options.workers = std::max(4u, std::thread::hardware_concurrency());
+  return Runtime::start(store, runtime_options);
+}
+
+// What every session gets from the command line; the development switches say what they break.
+actors::McpSessionOptions session_options_for(const ServeOptions& options, Offerings& offered) {
+  actors::McpSessionOptions session_options;
+  session_options.server_version = kVersion;
+  session_options.tools = &offered.tools;
+  session_options.resources = &offered.resources;
+  session_options.prompts = &offered.prompts;
+  session_options.page_size = options.tools_page_size;
+  session_options.retry_ms = options.retry_ms;
+  session_options.session_ttl = std::chrono::seconds(options.session_ttl_s);
+  session_options.reaper = options.reaper;
+  session_options.priming = options.priming;
+  if (!options.reaper) {
+    log::warn("dev_switch", {{"switch", "--no-reaper"},
+                             {"effect", "calls killed by a restart are left unanswered"}});
+  }
+  if (!options.priming) {
+    log::warn("dev_switch",
+              {{"switch", "--no-priming"},
+               {"effect", "streams get no priming event: clients cannot resume them before "
+                          "their first event"}});
+  }
+  return session_options;
+}
+
+// Takes the pool from `pool_created` into `pool` and turns code mode on in `session_options`
+// with `code_mode` (which they point to); false (logged) when either fails.
+bool enable_code_mode(const ServeOptions& options,
+                      Result<std::unique_ptr<engine::Pool>>& pool_created,
+                      const mcp::HttpServer& srv, mcp::ToolRegistry& tools,
+                      actors::McpSessionOptions& session_options,
+                      std::unique_ptr<engine::Pool>& pool, actors::CodeModeOptions& code_mode) {
+  if (!pool_created) {
+    log::error("engine_start_failed", {{"error", pool_created.error().describe()}});
+    return false;
+  }
+  pool = std::move(pool_created).value();
+  code_mode.pool = pool.get();
+  code_mode.approval_timeout = std::chrono::milliseconds(options.approval_timeout_ms);
+  code_mode.warm_window = std::chrono::milliseconds(options.warm_window_ms);
+  code_mode.approval_base_url = "http://" + srv.local_address().to_string();
+  if (auto ok = actors::enable_code_mode(tools, session_options, code_mode); !ok) {
+    log::error("code_mode_failed", {{"error", ok.error().describe()}});
+    return false;
+  }
+  log::info("code_mode",
+            {{"engine_workers", static_cast<std::int64_t>(pool->stats().workers_ready)}});
+  return true;
+}
+
+// Eager reaping: the sessions a dead process left with calls in flight answer them now,
+// before the first request, so a client resuming right away finds its error.
+void reap_at_boot(Runtime& runtime) {
+  auto started = std::chrono::steady_clock::now();
+  auto reaped = actors::reap_at_boot_blocking(runtime, std::chrono::minutes(5));
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  started)
+                .count();
+  if (!reaped) {
+    // Not fatal: each session still reaps when it is next used.
+    log::error("boot_reap_failed", {{"error", reaped.error().describe()}, {"ms", ms}});
+  } else {
+    log::info("boot_reap", {{"records", static_cast<std::int64_t>(reaped->records)},
+                            {"sessions", static_cast<std::int64_t>(reaped->sessions)},
+                            {"failed", static_cast<std::int64_t>(reaped->failed)},
+                            {"ms", ms}});
+    for (const auto& e : reaped->errors) log::warn("boot_reap_session_failed", {{"error", e}});
+  }
+}
+
+// 4. Serve /mcp: requests that waited since the bind go through now, until a stop signal.
+// Then sessions finish and answer first; their answers go out through the still-running
+// server, which stops after them.
+int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& server,
+                        const mcp::McpEndpoint::Options& endpoint_options, Signals& signals) {
+  auto& srv = *server;
+  mcp::McpEndpoint endpoint(runtime, endpoint_options);
+  actors::ApprovalPage approval_page(runtime);
+  srv.set_handler([&endpoint, &approval_page](mcp::HttpRequest request, mcp::Respond respond) {
+    if (std::string_view(request.target).starts_with(actors::kApprovalPathPrefix)) {
+      return approval_page.handle(request, std::move(respond));
+    }
+    endpoint.handle(std::move(request), std::move(respond));
+  });
+  if (!signals.stop_requested()) {
+    srv.set_ready(true);
+    std::printf("listening on http://%s/mcp\n", srv.local_address().to_string().c_str());
+    std::fflush(stdout);
+    signals.wait();
+  }
+  srv.set_ready(false);
+  runtime.shutdown();
+  server.reset();
+  log::info("stopped");
+  return 0;
+}
+
+// 2.–4. once bound: storage and the engine pool, the runtime, then /mcp until a stop signal.
+int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& server,
+                const mcp::McpEndpoint::Options& endpoint_options, Offerings& offered,
+                trace::Tracer* tracer, Signals& signals) {
+  // 2. Storage, waiting out a predecessor's lock, on a thread of its own while the
+  //    engine's workers warm up here (a few hundred ms of CPU).
+  auto opening = std::async(std::launch::async, [&] {
+    return open_storage(options.storage, options.lock_wait, signals);
+  });
+  auto pool_created = create_engine_pool(options);
+  auto store = opening.get();
+  if (!store) {
+    log::error("storage_open_failed", {{"error", store.error().message}});
+    return 1;
+  }
+  log::info("storage_open", {{"storage", (*store)->describe()}});
+
+  auto started = start_runtime(**store, tracer);
+  if (!started) {
+    log::error("runtime_start_failed", {{"error", started.error().describe()}});
+    return 1;
+  }
+  auto& runtime = **started;
+  auto session_options = session_options_for(options, offered);
+  std::unique_ptr<engine::Pool> pool;
+  actors::CodeModeOptions code_mode;
+  if (options.code_mode && !enable_code_mode(options, pool_created, *server, offered.tools,
+                                             session_options, pool, code_mode)) {
+    return 1;
+  }
+  if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
+    log::error("runtime_start_failed", {{"error", ok.error().describe()}});
+    return 1;
+  }
+  log::info("runtime_started", {{"generation", runtime.generation()},
+                                {"start_kind", to_string(runtime.start_kind())}});
+  if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
+  return serve_until_stopped(runtime, server, endpoint_options, signals);
+}
+
 }  // namespace
 
 int serve(const ServeOptions& options) {
@@ -147,198 +400,20 @@ int serve(const ServeOptions& options) {
   }
   mcp::McpEndpoint::Options endpoint_options;
   endpoint_options.policy.tokens = tokens.get();
-  for (const auto& origin : options.allowed_origins) {
-    if (auto ok = mcp::check_allowed_origin_entry(origin); !ok) {
-      log::error("bad_allowed_origin", {{"error", ok.error().message}});
-      return 1;
-    }
-    endpoint_options.policy.allowed_origins.push_back(origin);
-  }
-  for (const auto& host : options.allowed_hosts) {
-    if (auto ok = mcp::check_allowed_host_entry(host); !ok) {
-      log::error("bad_allowed_host", {{"error", ok.error().message}});
-      return 1;
-    }
-    endpoint_options.policy.allowed_hosts.push_back(host);
-  }
-  mcp::ToolRegistry tools;
-  mcp::ResourceRegistry resources;
-  mcp::PromptRegistry prompts;
-  for (const auto& set : options.fixtures) {
-    if (auto ok = actors::register_fixtures({tools, resources, prompts}, set); !ok) {
-      log::error("bad_fixtures", {{"error", ok.error().message}});
-      return 1;
-    }
-  }
+  if (!add_allowed_callers(options, endpoint_options.policy)) return 1;
+  Offerings offered;
+  if (!register_fixture_sets(options, offered)) return 1;
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
-  if (!options.trace_file.empty()) {
-    auto opened = trace::OtlpJsonFileTracer::open(options.trace_file);
-    if (!opened) {
-      log::error("trace_file_unusable", {{"error", opened.error().message}});
-      return 1;
-    }
-    tracer = std::move(opened).value();
-  }
+  if (!open_tracer(options, tracer)) return 1;
 
   Signals signals;  // before any thread starts, so every thread inherits the blocked mask
-
-  // 1. Bind: /healthz answers while storage opens, /mcp requests wait, and a port
-  //    conflict is reported before any storage work.
-  mcp::HttpServer::Options http;
-  http.listen = *listen;
-  http.io_threads = options.http_threads;
-  // Who is calling is checked before a body is read, from the first request on (policy
-  // and tokens outlive the server: they are declared before it).
-  http.check_head = [policy = endpoint_options.policy](const mcp::HttpRequest& head) {
-    if (std::string_view(head.target).starts_with(actors::kApprovalPathPrefix)) {
-      // The approval page: the one-time token in the link is the credential (a browser
-      // sends no bearer token); Host and Origin are checked as for /mcp.
-      auto page_policy = policy;
-      page_policy.tokens = nullptr;
-      return mcp::refuse_caller(head, page_policy);
-    }
-    return mcp::refuse_caller(head, policy);
-  };
-  if (options.code_mode) http.route_prefixes.push_back(std::string(actors::kApprovalPathPrefix));
-  auto server = mcp::HttpServer::start(http);
-  if (!server) {
-    log::error("bind_failed", {{"error", server.error().message}});
-    return 1;
-  }
-  auto& srv = **server;
+  auto server = bind_listener(options, *listen, endpoint_options.policy);
+  if (!server) return 1;
+  auto& srv = *server;
   // On SIGTERM the listener closes first, so a successor can bind at once.
-  signals.start([&srv] { srv.close_listener(); },
-                [&tokens] {
-                  if (!tokens) return;
-                  if (auto ok = tokens->reload(); !ok) {
-                    log::error("auth_tokens_reload_failed", {{"error", ok.error().message}});
-                  } else {
-                    log::info("auth_tokens_reloaded", {{"path", tokens->path()}});
-                  }
-                });
+  signals.start([&srv] { srv.close_listener(); }, [&tokens] { reload_tokens(tokens.get()); });
   log::info("bound", {{"address", srv.local_address().to_string()}});
-
-  // 2. Storage, waiting out a predecessor's lock, on a thread of its own while the
-  //    engine's workers warm up here (a few hundred ms of CPU). The pool is made on this
-  //    thread because its workers die with the thread that spawned them (PR_SET_PDEATHSIG).
-  auto opening = std::async(std::launch::async, [&] { return open_storage(options.storage, options.lock_wait, signals); });
-  Result<std::unique_ptr<engine::Pool>> pool_created{std::unique_ptr<engine::Pool>()};
-  if (options.code_mode) {
-    engine::PoolOptions pool_options;
-    pool_options.worker_path = engine::default_worker_path();
-    pool_options.workers = options.engine_workers;
-    pool_options.slots_per_worker = options.engine_slots;
-    if (pool_options.worker_path.empty()) {
-      pool_created = Error{ErrorCode::not_found, "dorm-engine-worker was not found next to dorm or in ../engine"};
-    } else {
-      pool_created = engine::Pool::create(pool_options);
-    }
-  }
-  auto store = opening.get();
-  if (!store) {
-    log::error("storage_open_failed", {{"error", store.error().message}});
-    return 1;
-  }
-  log::info("storage_open", {{"storage", (*store)->describe()}});
-
-  // 3. The runtime: bumps the generation.
-  RuntimeOptions runtime_options;
-  runtime_options.tracer = tracer.get();
-  runtime_options.version_label = kVersion;
-  // Turns are synchronous (a tool may hold one): more workers than cores keeps one busy
-  // session from holding up the others.
-  runtime_options.workers = std::max(4u, std::thread::hardware_concurrency());
-  auto started = Runtime::start(**store, runtime_options);
-  if (!started) {
-    log::error("runtime_start_failed", {{"error", started.error().describe()}});
-    return 1;
-  }
-  auto& runtime = **started;
-  actors::McpSessionOptions session_options;
-  session_options.server_version = kVersion;
-  session_options.tools = &tools;
-  session_options.resources = &resources;
-  session_options.prompts = &prompts;
-  session_options.page_size = options.tools_page_size;
-  session_options.retry_ms = options.retry_ms;
-  session_options.session_ttl = std::chrono::seconds(options.session_ttl_s);
-  session_options.reaper = options.reaper;
-  session_options.priming = options.priming;
-  if (!options.reaper) {
-    log::warn("dev_switch", {{"switch", "--no-reaper"},
-                             {"effect", "calls killed by a restart are left unanswered"}});
-  }
-  if (!options.priming) {
-    log::warn("dev_switch",
-              {{"switch", "--no-priming"},
-               {"effect", "streams get no priming event: clients cannot resume them before "
-                          "their first event"}});
-  }
-  std::unique_ptr<engine::Pool> pool;
-  actors::CodeModeOptions code_mode;
-  if (options.code_mode) {
-    if (!pool_created) {
-      log::error("engine_start_failed", {{"error", pool_created.error().describe()}});
-      return 1;
-    }
-    pool = std::move(pool_created).value();
-    code_mode.pool = pool.get();
-    code_mode.approval_timeout = std::chrono::milliseconds(options.approval_timeout_ms);
-    code_mode.warm_window = std::chrono::milliseconds(options.warm_window_ms);
-    code_mode.approval_base_url = "http://" + srv.local_address().to_string();
-    if (auto ok = actors::enable_code_mode(tools, session_options, code_mode); !ok) {
-      log::error("code_mode_failed", {{"error", ok.error().describe()}});
-      return 1;
-    }
-    log::info("code_mode", {{"engine_workers", static_cast<std::int64_t>(pool->stats().workers_ready)}});
-  }
-  if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
-    log::error("runtime_start_failed", {{"error", ok.error().describe()}});
-    return 1;
-  }
-  log::info("runtime_started", {{"generation", runtime.generation()},
-                                {"start_kind", to_string(runtime.start_kind())}});
-
-  // Eager reaping: the sessions a dead process left with calls in flight answer them now,
-  // before the first request, so a client resuming right away finds its error.
-  if (options.reap_at_boot && options.reaper) {
-    auto started = std::chrono::steady_clock::now();
-    auto reaped = actors::reap_at_boot_blocking(runtime, std::chrono::minutes(5));
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-    if (!reaped) {
-      // Not fatal: each session still reaps when it is next used.
-      log::error("boot_reap_failed", {{"error", reaped.error().describe()}, {"ms", ms}});
-    } else {
-      log::info("boot_reap", {{"records", static_cast<std::int64_t>(reaped->records)},
-                              {"sessions", static_cast<std::int64_t>(reaped->sessions)},
-                              {"failed", static_cast<std::int64_t>(reaped->failed)},
-                              {"ms", ms}});
-      for (const auto& e : reaped->errors) log::warn("boot_reap_session_failed", {{"error", e}});
-    }
-  }
-
-  // 4. Serve /mcp: requests that waited since the bind go through now.
-  mcp::McpEndpoint endpoint(runtime, endpoint_options);
-  actors::ApprovalPage approval_page(runtime);
-  srv.set_handler([&endpoint, &approval_page](mcp::HttpRequest request, mcp::Respond respond) {
-    if (std::string_view(request.target).starts_with(actors::kApprovalPathPrefix)) {
-      return approval_page.handle(request, std::move(respond));
-    }
-    endpoint.handle(std::move(request), std::move(respond));
-  });
-  if (!signals.stop_requested()) {
-    srv.set_ready(true);
-    std::printf("listening on http://%s/mcp\n", srv.local_address().to_string().c_str());
-    std::fflush(stdout);
-    signals.wait();
-  }
-  srv.set_ready(false);
-  // Sessions finish and answer first; their answers go out through the still-running
-  // server, which stops after them.
-  runtime.shutdown();
-  server->reset();
-  log::info("stopped");
-  return 0;
+  return serve_bound(options, server, endpoint_options, offered, tracer.get(), signals);
 }
 
 }  // namespace dorm::tools

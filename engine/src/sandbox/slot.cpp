@@ -219,6 +219,24 @@ void Slot::run(wire::Start start) {
   e.source = std::move(start.source);
   e.limits = start.limits;
   e.journal = std::move(start.journal);
+  bool well_formed = index_journal(e);
+
+  current_ = &e;
+  const std::size_t array_buffers_at_start = budget_->used.load();
+  arm_limits(e);
+  Outcome outcome = run_in_context(e, well_formed);
+  disarm_limits();
+  // A termination requested for this execution may still be pending; it must not hit the
+  // warm-up below or the next execution.
+  isolate_->CancelTerminateExecution();
+  current_ = nullptr;
+  warm_.reset();  // the execution's context is never used again
+  set_thread_host_time(NAN);
+  channel_.send(outcome);
+  ready_for_next(array_buffers_at_start);
+}
+
+bool Slot::index_journal(Execution& e) {
   for (const auto& entry : e.journal.entries) {
     if (auto* call = std::get_if<ToolCallEntry>(&entry)) {
       e.recorded_calls.push_back(call);
@@ -236,9 +254,10 @@ void Slot::run(wire::Start start) {
   for (std::size_t i = 0; i < e.recorded_calls.size(); ++i) {
     if (e.recorded_calls[i]->seq != i + 1) well_formed = false;
   }
+  return well_formed;
+}
 
-  current_ = &e;
-  const std::size_t array_buffers_at_start = budget_->used.load();
+void Slot::arm_limits(const Execution& e) {
   {
     std::lock_guard lock(kill_mutex_);
     kill_.reset();
@@ -250,43 +269,40 @@ void Slot::run(wire::Start start) {
   }
   set_wall_deadline(e);
   isolate_->CancelTerminateExecution();
+}
 
+void Slot::disarm_limits() {
+  std::lock_guard lock(kill_mutex_);
+  running_ = false;
+  wall_deadline_ = std::chrono::steady_clock::time_point::max();
+}
+
+Slot::Outcome Slot::run_in_context(Execution& e, bool well_formed) {
   Outcome outcome;
-  {
-    v8::Isolate::Scope isolate_scope(isolate_);
-    v8::HandleScope handles(isolate_);
-    // The stack limit counts from here: what the execution may use below this frame.
-    char marker = 0;
-    isolate_->SetStackLimit(reinterpret_cast<std::uintptr_t>(&marker) - e.limits.stack_bytes);
-    v8::Local<v8::Context> context = warm_->context.Get(isolate_);
-    v8::Local<v8::Function> init = warm_->init.Get(isolate_);
-    v8::Context::Scope context_scope(context);
-    set_thread_host_time(static_cast<double>(e.journal.start_ms));
-    v8::Local<v8::Value> seed[] = {
-        v8::Integer::NewFromUnsigned(isolate_, static_cast<std::uint32_t>(e.journal.seed >> 32)),
-        v8::Integer::NewFromUnsigned(isolate_, static_cast<std::uint32_t>(e.journal.seed))};
-    init->Call(context, v8::Undefined(isolate_), 2, seed).IsEmpty();
-    if (!well_formed) {
-      outcome = wire::Failed{e.exec, FailureKind::nondeterministic_replay,
-                             "the journal's tool calls are not numbered 1, 2, 3, ..."};
-    } else {
-      outcome = execute(e, context);
-    }
-    e.outstanding.clear();
+  v8::Isolate::Scope isolate_scope(isolate_);
+  v8::HandleScope handles(isolate_);
+  // The stack limit counts from here: what the execution may use below this frame.
+  char marker = 0;
+  isolate_->SetStackLimit(reinterpret_cast<std::uintptr_t>(&marker) - e.limits.stack_bytes);
+  v8::Local<v8::Context> context = warm_->context.Get(isolate_);
+  v8::Local<v8::Function> init = warm_->init.Get(isolate_);
+  v8::Context::Scope context_scope(context);
+  set_thread_host_time(static_cast<double>(e.journal.start_ms));
+  v8::Local<v8::Value> seed[] = {
+      v8::Integer::NewFromUnsigned(isolate_, static_cast<std::uint32_t>(e.journal.seed >> 32)),
+      v8::Integer::NewFromUnsigned(isolate_, static_cast<std::uint32_t>(e.journal.seed))};
+  init->Call(context, v8::Undefined(isolate_), 2, seed).IsEmpty();
+  if (!well_formed) {
+    outcome = wire::Failed{e.exec, FailureKind::nondeterministic_replay,
+                           "the journal's tool calls are not numbered 1, 2, 3, ..."};
+  } else {
+    outcome = execute(e, context);
   }
-  {
-    std::lock_guard lock(kill_mutex_);
-    running_ = false;
-    wall_deadline_ = std::chrono::steady_clock::time_point::max();
-  }
-  // A termination requested for this execution may still be pending; it must not hit the
-  // warm-up below or the next execution.
-  isolate_->CancelTerminateExecution();
-  current_ = nullptr;
-  warm_.reset();  // the execution's context is never used again
-  set_thread_host_time(NAN);
-  channel_.send(outcome);
+  e.outstanding.clear();
+  return outcome;
+}
 
+void Slot::ready_for_next(std::size_t array_buffers_at_start) {
   // Off the request path: give ArrayBuffers of the finished context back before the next
   // execution is charged, and have the next context ready.
   if (isolate_spent_) {

@@ -88,7 +88,17 @@ class Slot {
   void thread_main();
   void new_isolate(std::uint64_t heap_bytes);
   void make_warm();
+  // Runs one execution to its outcome, sends it, and makes the next context.
   void run(wire::Start start);
+  // Sorts the journal's entries for replay; false if its calls are not numbered 1, 2, ...
+  static bool index_journal(Execution& e);
+  // The watchdog's limits for `e`, from now; disarm_limits() once it has its outcome.
+  void arm_limits(const Execution& e);
+  void disarm_limits();
+  // Inits the warm context with the journal's time and seed, then runs `e` in it.
+  Outcome run_in_context(Execution& e, bool well_formed);
+  // After an outcome: frees what the execution left charged and makes the next context.
+  void ready_for_next(std::size_t array_buffers_at_start);
   Outcome execute(Execution& e, v8::Local<v8::Context> context);
   std::optional<Outcome> settle(Execution& e, v8::Local<v8::Context> context,
                                 v8::Local<v8::Promise> promise);

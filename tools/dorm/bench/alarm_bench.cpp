@@ -184,18 +184,10 @@ StartTimes time_start(const RuntimeBenchOptions& o, const fs::path& dir) {
   return t;
 }
 
-}  // namespace
-
-AlarmFigures bench_alarms(const RuntimeBenchOptions& o, const fs::path& dir) {
-  AlarmFigures out;
-  fs::remove_all(dir);
-  fs::create_directories(dir / "pending");
-  fs::create_directories(dir / "empty");
-  const int pending_objects = std::max(1, o.alarms / kAlarmsPerObject);
-  out.pending = pending_objects * kAlarmsPerObject;
-  const int firing_objects = std::max(1, o.alarm_rate * o.alarm_window_s / kAlarmsPerObject);
-  out.firing = firing_objects * kAlarmsPerObject;
-  AlarmLog log;
+// Setup: `pending_objects` objects each set kAlarmsPerObject alarms due a day from now;
+// then the store is flushed and compacted, and an empty store made beside it.
+void store_pending_alarms(const RuntimeBenchOptions& o, const fs::path& dir, int pending_objects,
+                          AlarmLog& log, AlarmFigures& out) {
   {
     std::printf("alarms: storing %d pending alarms (%d objects x %d)...\n", out.pending,
                 pending_objects, kAlarmsPerObject);
@@ -223,7 +215,10 @@ AlarmFigures bench_alarms(const RuntimeBenchOptions& o, const fs::path& dir) {
     auto empty = open_store(dir / "empty");
     start_runtime(*empty, o.workers)->shutdown();  // a store with runtime metadata, no alarms
   }
+}
 
+// Re-arm at start, each round, over the pending alarms and over the empty store.
+void time_starts(const RuntimeBenchOptions& o, const fs::path& dir, AlarmFigures& out) {
   for (int round = 1; round <= o.rounds; ++round) {
     StartTimes full = time_start(o, dir / "pending");
     StartTimes empty = time_start(o, dir / "empty");
@@ -241,69 +236,75 @@ AlarmFigures bench_alarms(const RuntimeBenchOptions& o, const fs::path& dir) {
         empty.start_ms, empty.armed_ms);
     std::fflush(stdout);
   }
+}
 
-  // Lead time before the window opens: setting the window's alarms must be done by then.
-  const double seconds_per_alarm = out.set_seconds / out.pending;
-  const auto lead_ms = static_cast<std::int64_t>(1000 + 3000 * seconds_per_alarm * out.firing);
-  auto backend = open_store(dir / "pending");
-  for (int round = 1; round <= o.rounds; ++round) {
-    {
-      std::lock_guard lock(log.mutex);
-      log.late_ms.clear();
-      log.late_us.clear();
+// Waits until `firing` alarms fired; returns for about how many ms RocksDB flushed or
+// compacted in the background once the window opened (sampled while waiting: on two cores
+// that work competes with the CAF workers).
+int wait_for_window(Runtime& runtime, storage::RocksDbBackend& backend, AlarmLog& log, int firing,
+                    std::int64_t window_start, Steady::time_point deadline) {
+  constexpr int kSampleMs = 20;
+  int background_ms = 0;
+  while (log.fired.load() < firing) {
+    if (Steady::now() > deadline) {
+      throw std::runtime_error("only " + std::to_string(log.fired.load()) + " of " +
+                               std::to_string(firing) + " alarms fired");
     }
-    log.fired.store(0);
-    auto runtime = start_runtime(*backend, o.workers);
-    register_alarmed(*runtime, &log);
-    std::int64_t window_start = runtime->clock().now_ms() + lead_ms;
-    auto set_start = Steady::now();
-    set_alarms(*runtime, numbered("f", round) + "-", firing_objects, window_start, o.alarm_rate,
-               o.in_flight);
-    double set_seconds = seconds_since(set_start);
-    if (runtime->clock().now_ms() >= window_start) {
-      throw std::runtime_error("setting the window's alarms took " + std::to_string(set_seconds) +
-                               " s, longer than the lead time of " + std::to_string(lead_ms) +
-                               " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(kSampleMs));
+    std::uint64_t flushes = 0, compactions = 0;
+    backend.db().GetIntProperty(rocksdb::DB::Properties::kNumRunningFlushes, &flushes);
+    backend.db().GetIntProperty(rocksdb::DB::Properties::kNumRunningCompactions, &compactions);
+    if (runtime.clock().now_ms() >= window_start && flushes + compactions > 0) {
+      background_ms += kSampleMs;
     }
-    auto deadline = Steady::now() + std::chrono::milliseconds(lead_ms) +
-                    std::chrono::seconds(o.alarm_window_s + 60);
-    // Sampled while waiting: how long RocksDB flushed or compacted in the background while
-    // alarms were firing. On two cores that work competes with the CAF workers.
-    constexpr int kSampleMs = 20;
-    int background_ms = 0;
-    while (log.fired.load() < out.firing) {
-      if (Steady::now() > deadline) {
-        throw std::runtime_error("only " + std::to_string(log.fired.load()) + " of " +
-                                 std::to_string(out.firing) + " alarms fired");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(kSampleMs));
-      std::uint64_t flushes = 0, compactions = 0;
-      backend->db().GetIntProperty(rocksdb::DB::Properties::kNumRunningFlushes, &flushes);
-      backend->db().GetIntProperty(rocksdb::DB::Properties::kNumRunningCompactions, &compactions);
-      if (runtime->clock().now_ms() >= window_start && flushes + compactions > 0) {
-        background_ms += kSampleMs;
-      }
-    }
-    runtime->shutdown();
-    if (log.unexpected.load() > 0) throw std::runtime_error("a pending alarm fired early");
-    std::lock_guard lock(log.mutex);
-    out.late_p50.push_back(percentile(log.late_ms, 50));
-    out.late_p99.push_back(percentile(log.late_ms, 99));
-    out.late_max.push_back(percentile(log.late_ms, 100));
-    out.late_p50_us.push_back(percentile(log.late_us, 50) / 1000);
-    out.late_p99_us.push_back(percentile(log.late_us, 99) / 1000);
-    out.late_max_us.push_back(percentile(log.late_us, 100) / 1000);
-    std::printf(
-        "round %d/%d, %d alarms due at %d/s with %d pending: lateness p50 %.0f ms, "
-        "p99 %.0f ms (%.3f ms), max %.0f ms; RocksDB flushing or compacting for ~%d ms of it\n",
-        round, o.rounds, out.firing, o.alarm_rate, out.pending, out.late_p50.back(),
-        out.late_p99.back(), out.late_p99_us.back(), out.late_max.back(), background_ms);
-    std::fflush(stdout);
   }
-  backend.reset();
+  return background_ms;
+}
 
-  // Start again now that the rounds' alarms were delivered: their index entries are
-  // deleted but, until a compaction drops them, the first scan of a start steps over them.
+// One lateness round: fresh objects set the window's alarms, `lead_ms` before it opens.
+void lateness_round(const RuntimeBenchOptions& o, storage::RocksDbBackend& backend, AlarmLog& log,
+                    int round, int firing_objects, std::int64_t lead_ms, AlarmFigures& out) {
+  {
+    std::lock_guard lock(log.mutex);
+    log.late_ms.clear();
+    log.late_us.clear();
+  }
+  log.fired.store(0);
+  auto runtime = start_runtime(backend, o.workers);
+  register_alarmed(*runtime, &log);
+  std::int64_t window_start = runtime->clock().now_ms() + lead_ms;
+  auto set_start = Steady::now();
+  set_alarms(*runtime, numbered("f", round) + "-", firing_objects, window_start, o.alarm_rate,
+             o.in_flight);
+  double set_seconds = seconds_since(set_start);
+  if (runtime->clock().now_ms() >= window_start) {
+    throw std::runtime_error("setting the window's alarms took " + std::to_string(set_seconds) +
+                             " s, longer than the lead time of " + std::to_string(lead_ms) + " ms");
+  }
+  auto deadline = Steady::now() + std::chrono::milliseconds(lead_ms) +
+                  std::chrono::seconds(o.alarm_window_s + 60);
+  int background_ms = wait_for_window(*runtime, backend, log, out.firing, window_start, deadline);
+  runtime->shutdown();
+  if (log.unexpected.load() > 0) throw std::runtime_error("a pending alarm fired early");
+  std::lock_guard lock(log.mutex);
+  out.late_p50.push_back(percentile(log.late_ms, 50));
+  out.late_p99.push_back(percentile(log.late_ms, 99));
+  out.late_max.push_back(percentile(log.late_ms, 100));
+  out.late_p50_us.push_back(percentile(log.late_us, 50) / 1000);
+  out.late_p99_us.push_back(percentile(log.late_us, 99) / 1000);
+  out.late_max_us.push_back(percentile(log.late_us, 100) / 1000);
+  std::printf(
+      "round %d/%d, %d alarms due at %d/s with %d pending: lateness p50 %.0f ms, "
+      "p99 %.0f ms (%.3f ms), max %.0f ms; RocksDB flushing or compacting for ~%d ms of it\n",
+      round, o.rounds, out.firing, o.alarm_rate, out.pending, out.late_p50.back(),
+      out.late_p99.back(), out.late_p99_us.back(), out.late_max.back(), background_ms);
+  std::fflush(stdout);
+}
+
+// Start again now that the rounds' alarms were delivered: their index entries are
+// deleted but, until a compaction drops them, the first scan of a start steps over them.
+void time_starts_after_delivery(const RuntimeBenchOptions& o, const fs::path& dir,
+                                AlarmFigures& out) {
   out.delivered = o.rounds * out.firing;
   for (int round = 1; round <= o.rounds; ++round) {
     StartTimes t = time_start(o, dir / "pending");
@@ -316,6 +317,33 @@ AlarmFigures bench_alarms(const RuntimeBenchOptions& o, const fs::path& dir) {
         round, o.rounds, out.pending, out.delivered, t.open_ms, t.start_ms, t.armed_ms);
     std::fflush(stdout);
   }
+}
+
+}  // namespace
+
+AlarmFigures bench_alarms(const RuntimeBenchOptions& o, const fs::path& dir) {
+  AlarmFigures out;
+  fs::remove_all(dir);
+  fs::create_directories(dir / "pending");
+  fs::create_directories(dir / "empty");
+  const int pending_objects = std::max(1, o.alarms / kAlarmsPerObject);
+  out.pending = pending_objects * kAlarmsPerObject;
+  const int firing_objects = std::max(1, o.alarm_rate * o.alarm_window_s / kAlarmsPerObject);
+  out.firing = firing_objects * kAlarmsPerObject;
+  AlarmLog log;
+  store_pending_alarms(o, dir, pending_objects, log, out);
+  time_starts(o, dir, out);
+
+  // Lead time before the window opens: setting the window's alarms must be done by then.
+  const double seconds_per_alarm = out.set_seconds / out.pending;
+  const auto lead_ms = static_cast<std::int64_t>(1000 + 3000 * seconds_per_alarm * out.firing);
+  auto backend = open_store(dir / "pending");
+  for (int round = 1; round <= o.rounds; ++round) {
+    lateness_round(o, *backend, log, round, firing_objects, lead_ms, out);
+  }
+  backend.reset();
+
+  time_starts_after_delivery(o, dir, out);
   fs::remove_all(dir);
   return out;
 }

@@ -205,6 +205,141 @@ std::string tool_loop(int calls) {
          "; i++) { const r = await tools.echo({i}); s += r.n; } return s;";
 }
 
+// Each round's figures per subject (d: dorm, b: bare V8, q: the QuickJS peer).
+struct EngineFigures {
+  std::vector<double> d_p50, d_p99, d_c1, d_c16, b_p50, b_p99, b_c1, q_p50, q_p99, q_c1;
+  std::vector<double> d_tools_p50, d_tools_s, q_tools_p50, q_tools_s, d_bomb, q_bomb, d_term;
+  std::map<int, std::vector<double>> replay_ms;
+  long worker1 = 0, worker9 = 0;  // RSS KiB of a worker with 1 and with 9 warm slots
+};
+
+// A memory bomb and `while (true) {}` against the pool's limits.
+void dorm_limits_round(engine::Pool& pool, EngineFigures& f) {
+  {
+    auto t = Clock::now();
+    std::string r = run(pool, "const a = []; while (true) a.push('x'.repeat(1024));");
+    f.d_bomb.push_back(ms_since(t));
+    if (r.rfind("!memory_limit", 0) != 0)
+      std::fprintf(stderr, "memory bomb ended as %s\n", r.substr(0, 80).c_str());
+  }
+  {
+    engine::Limits l;
+    l.cpu_ms = 100;
+    auto t = Clock::now();
+    auto s = start(pool, "while (true) {}", l);
+    std::string r = s.waiter->wait();
+    f.d_term.push_back(std::chrono::duration<double, std::milli>(s.waiter->ended_at() - t).count() -
+                       100.0);
+    if (r.rfind("!cpu_limit", 0) != 0)
+      std::fprintf(stderr, "while(true) ended as %s\n", r.substr(0, 80).c_str());
+  }
+}
+
+void dorm_round(engine::Pool& pool, const EngineBenchOptions& o, EngineFigures& f) {
+  const std::string tools100 = tool_loop(100);
+  const std::string tools100_result = "5050";
+  for (int i = 0; i < 50; ++i) run(pool, "return 1");  // warm every slot's JIT a little
+  Latency d = sequential(pool, "return 1", o.trivial_runs, "1");
+  f.d_p50.push_back(d.p50);
+  f.d_p99.push_back(d.p99);
+  f.d_c1.push_back(d.per_s);
+  f.d_c16.push_back(concurrent(pool, "return 1", o.trivial_runs * 2, 16));
+  Latency dt = sequential(pool, tools100, o.tool_runs, tools100_result);
+  f.d_tools_p50.push_back(dt.p50);
+  f.d_tools_s.push_back(dt.per_s);
+  dorm_limits_round(pool, f);
+  for (int calls : {10, 100, 1000}) {
+    engine::Limits l;
+    l.tool_calls = 1000;
+    auto live = start(pool, tool_loop(calls), l);
+    live.waiter->wait();
+    auto t = Clock::now();
+    auto again = start(pool, tool_loop(calls), l, live.exec->journal());
+    again.waiter->wait();
+    f.replay_ms[calls].push_back(ms_since(t));
+  }
+}
+
+void peers_round(BareV8& bare, const EngineBenchOptions& o, EngineFigures& f) {
+  Latency b = bare.trivial(o.trivial_runs);
+  f.b_p50.push_back(b.p50);
+  f.b_p99.push_back(b.p99);
+  f.b_c1.push_back(b.per_s);
+  if (!o.quickjs_dir.empty()) {
+    auto q = quickjs_round(o.quickjs_dir, o.trivial_runs);
+    f.q_p50.push_back(q["trivial"]["p50"]);
+    f.q_p99.push_back(q["trivial"]["p99"]);
+    f.q_c1.push_back(q["trivial"]["per_s"]);
+    f.q_tools_p50.push_back(q["tools100"]["p50"]);
+    f.q_tools_s.push_back(q["tools100"]["per_s"]);
+    f.q_bomb.push_back(q["bomb"]["ms"]);
+  }
+}
+
+// Memory: one worker with one slot, then with nine; the difference over eight slots is
+// what a warm idle isolate (with its context and source preparer) costs. False if a pool
+// could not be created.
+bool measure_worker_memory(const engine::PoolOptions& options, EngineFigures& f) {
+  for (unsigned slots : {1u, 9u}) {
+    engine::PoolOptions m = options;
+    m.workers = 1;
+    m.slots_per_worker = slots;
+    auto p = engine::Pool::create(m);
+    if (!p) return false;
+    for (int i = 0; i < 20; ++i) run(**p, "return 1");
+    long rss = rss_kib((*p)->worker_pids().at(0));
+    (slots == 1 ? f.worker1 : f.worker9) = rss;
+  }
+  return true;
+}
+
+void print_row(const char* name, double d, double b, double q) {
+  std::printf("%-44s %10.3f %10s %10s\n", name, d,
+              b >= 0 ? std::to_string(b).substr(0, 8).c_str() : "-",
+              q >= 0 ? std::to_string(q).substr(0, 8).c_str() : "-");
+}
+
+double ratio(double a, double b) {
+  return b > 0 ? a / b : 0.0;
+}
+
+void print_figures(const EngineBenchOptions& o, const EngineFigures& f) {
+  std::printf("dorm bench engine: %d rounds, medians; %d trivial runs, %d runs of 100 tool calls per round\n",
+              o.rounds, o.trivial_runs, o.tool_runs);
+  std::printf("%-44s %10s %10s %10s\n", "case", "dorm", "bare V8", "QuickJS");
+  bool qjs = !f.q_c1.empty();
+  print_row("trivial p50 ms (concurrency 1)", median(f.d_p50), median(f.b_p50),
+            qjs ? median(f.q_p50) : -1);
+  print_row("trivial p99 ms (concurrency 1)", median(f.d_p99), median(f.b_p99),
+            qjs ? median(f.q_p99) : -1);
+  print_row("trivial executions/s (concurrency 1)", median(f.d_c1), median(f.b_c1),
+            qjs ? median(f.q_c1) : -1);
+  print_row("trivial executions/s (concurrency 16)", median(f.d_c16), -1,
+            qjs ? median(f.q_c1) : -1);
+  print_row("100 sequential tool calls p50 ms", median(f.d_tools_p50), -1,
+            qjs ? median(f.q_tools_p50) : -1);
+  print_row("100 sequential tool calls executions/s", median(f.d_tools_s), -1,
+            qjs ? median(f.q_tools_s) : -1);
+  print_row("memory bomb to its error ms", median(f.d_bomb), -1, qjs ? median(f.q_bomb) : -1);
+  print_row("while(true): error ms after the CPU limit", median(f.d_term), -1, -1);
+  for (auto& [calls, v] : f.replay_ms) {
+    print_row(("replay of " + std::to_string(calls) + " journaled calls ms").c_str(), median(v), -1,
+              -1);
+  }
+  std::printf("%-44s %10ld\n", "worker RSS KiB (1 warm slot)", f.worker1);
+  std::printf("%-44s %10.0f\n", "RSS KiB per extra warm idle isolate",
+              (f.worker9 - f.worker1) / 8.0);
+  if (qjs) {
+    std::printf(
+        "\nratios: trivial p50 dorm/QuickJS %.2f; executions/s at 16 dorm/QuickJS %.2f; "
+        "100 tool calls p50 dorm/QuickJS %.2f; memory bomb QuickJS/dorm %.1fx\n",
+        ratio(median(f.d_p50), median(f.q_p50)), ratio(median(f.d_c16), median(f.q_c1)),
+        ratio(median(f.d_tools_p50), median(f.q_tools_p50)),
+        ratio(median(f.q_bomb), median(f.d_bomb)));
+  }
+  std::printf("ratio: trivial p50 dorm/bare V8 %.2f\n", ratio(median(f.d_p50), median(f.b_p50)));
+}
+
 }  // namespace
 
 int run_engine_bench(const EngineBenchOptions& o) {
@@ -220,109 +355,14 @@ int run_engine_bench(const EngineBenchOptions& o) {
   }
   engine::Pool& pool = **created;
   BareV8 bare;
-  const std::string tools100 = tool_loop(100);
-  const std::string tools100_result = "5050";
-
-  std::vector<double> d_p50, d_p99, d_c1, d_c16, b_p50, b_p99, b_c1, q_p50, q_p99, q_c1;
-  std::vector<double> d_tools_p50, d_tools_s, q_tools_p50, q_tools_s, d_bomb, q_bomb, d_term;
-  std::map<int, std::vector<double>> replay_ms;
+  EngineFigures figures;
   for (int round = 0; round < o.rounds; ++round) {
-    // dorm
-    for (int i = 0; i < 50; ++i) run(pool, "return 1");  // warm every slot's JIT a little
-    Latency d = sequential(pool, "return 1", o.trivial_runs, "1");
-    d_p50.push_back(d.p50);
-    d_p99.push_back(d.p99);
-    d_c1.push_back(d.per_s);
-    d_c16.push_back(concurrent(pool, "return 1", o.trivial_runs * 2, 16));
-    Latency dt = sequential(pool, tools100, o.tool_runs, tools100_result);
-    d_tools_p50.push_back(dt.p50);
-    d_tools_s.push_back(dt.per_s);
-    {
-      auto t = Clock::now();
-      std::string r = run(pool, "const a = []; while (true) a.push('x'.repeat(1024));");
-      d_bomb.push_back(ms_since(t));
-      if (r.rfind("!memory_limit", 0) != 0) std::fprintf(stderr, "memory bomb ended as %s\n", r.substr(0, 80).c_str());
-    }
-    {
-      engine::Limits l;
-      l.cpu_ms = 100;
-      auto t = Clock::now();
-      auto s = start(pool, "while (true) {}", l);
-      std::string r = s.waiter->wait();
-      d_term.push_back(std::chrono::duration<double, std::milli>(s.waiter->ended_at() - t).count() - 100.0);
-      if (r.rfind("!cpu_limit", 0) != 0) std::fprintf(stderr, "while(true) ended as %s\n", r.substr(0, 80).c_str());
-    }
-    for (int calls : {10, 100, 1000}) {
-      engine::Limits l;
-      l.tool_calls = 1000;
-      auto live = start(pool, tool_loop(calls), l);
-      live.waiter->wait();
-      auto t = Clock::now();
-      auto again = start(pool, tool_loop(calls), l, live.exec->journal());
-      again.waiter->wait();
-      replay_ms[calls].push_back(ms_since(t));
-    }
-    // bare V8
-    Latency b = bare.trivial(o.trivial_runs);
-    b_p50.push_back(b.p50);
-    b_p99.push_back(b.p99);
-    b_c1.push_back(b.per_s);
-    // QuickJS peer
-    if (!o.quickjs_dir.empty()) {
-      auto q = quickjs_round(o.quickjs_dir, o.trivial_runs);
-      q_p50.push_back(q["trivial"]["p50"]);
-      q_p99.push_back(q["trivial"]["p99"]);
-      q_c1.push_back(q["trivial"]["per_s"]);
-      q_tools_p50.push_back(q["tools100"]["p50"]);
-      q_tools_s.push_back(q["tools100"]["per_s"]);
-      q_bomb.push_back(q["bomb"]["ms"]);
-    }
+    dorm_round(pool, o, figures);
+    peers_round(bare, o, figures);
     std::fprintf(stderr, "round %d done\n", round + 1);
   }
-
-  // Memory: one worker with one slot, then with nine; the difference over eight slots is
-  // what a warm idle isolate (with its context and source preparer) costs.
-  long worker1 = 0, worker9 = 0;
-  for (unsigned slots : {1u, 9u}) {
-    engine::PoolOptions m = options;
-    m.workers = 1;
-    m.slots_per_worker = slots;
-    auto p = engine::Pool::create(m);
-    if (!p) return 1;
-    for (int i = 0; i < 20; ++i) run(**p, "return 1");
-    long rss = rss_kib((*p)->worker_pids().at(0));
-    (slots == 1 ? worker1 : worker9) = rss;
-  }
-
-  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  std::printf("dorm bench engine: %d rounds, medians; %d trivial runs, %d runs of 100 tool calls per round\n",
-              o.rounds, o.trivial_runs, o.tool_runs);
-  std::printf("%-44s %10s %10s %10s\n", "case", "dorm", "bare V8", "QuickJS");
-  auto row = [&](const char* name, double d, double b, double q) {
-    std::printf("%-44s %10.3f %10s %10s\n", name, d, b >= 0 ? std::to_string(b).substr(0, 8).c_str() : "-",
-                q >= 0 ? std::to_string(q).substr(0, 8).c_str() : "-");
-  };
-  bool qjs = !q_c1.empty();
-  row("trivial p50 ms (concurrency 1)", median(d_p50), median(b_p50), qjs ? median(q_p50) : -1);
-  row("trivial p99 ms (concurrency 1)", median(d_p99), median(b_p99), qjs ? median(q_p99) : -1);
-  row("trivial executions/s (concurrency 1)", median(d_c1), median(b_c1), qjs ? median(q_c1) : -1);
-  row("trivial executions/s (concurrency 16)", median(d_c16), -1, qjs ? median(q_c1) : -1);
-  row("100 sequential tool calls p50 ms", median(d_tools_p50), -1, qjs ? median(q_tools_p50) : -1);
-  row("100 sequential tool calls executions/s", median(d_tools_s), -1, qjs ? median(q_tools_s) : -1);
-  row("memory bomb to its error ms", median(d_bomb), -1, qjs ? median(q_bomb) : -1);
-  row("while(true): error ms after the CPU limit", median(d_term), -1, -1);
-  for (auto& [calls, v] : replay_ms) {
-    row(("replay of " + std::to_string(calls) + " journaled calls ms").c_str(), median(v), -1, -1);
-  }
-  std::printf("%-44s %10ld\n", "worker RSS KiB (1 warm slot)", worker1);
-  std::printf("%-44s %10.0f\n", "RSS KiB per extra warm idle isolate", (worker9 - worker1) / 8.0);
-  if (qjs) {
-    std::printf("\nratios: trivial p50 dorm/QuickJS %.2f; executions/s at 16 dorm/QuickJS %.2f; "
-                "100 tool calls p50 dorm/QuickJS %.2f; memory bomb QuickJS/dorm %.1fx\n",
-                ratio(median(d_p50), median(q_p50)), ratio(median(d_c16), median(q_c1)),
-                ratio(median(d_tools_p50), median(q_tools_p50)), ratio(median(q_bomb), median(d_bomb)));
-  }
-  std::printf("ratio: trivial p50 dorm/bare V8 %.2f\n", ratio(median(d_p50), median(b_p50)));
+  if (!measure_worker_memory(options, figures)) return 1;
+  print_figures(o, figures);
   return 0;
 }
 

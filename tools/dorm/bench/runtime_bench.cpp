@@ -331,6 +331,72 @@ IdleMemory bench_idle_memory(const RuntimeBenchOptions& o) {
   return out;
 }
 
+namespace {
+
+void print_round_trips(const std::vector<RoundTripRow>& round_trips) {
+  std::printf("\n| row | unit | bare caf | dorm | ratio |\n|---|---|---:|---:|---:|\n");
+  for (const auto& row : round_trips) {
+    // The ratio is the median of the rounds' own ratios: both subjects of a round ran
+    // interleaved, under the same load.
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < row.raw.size(); ++i) ratios.push_back(row.dorm[i] / row.raw[i]);
+    std::printf("| request/response, %s object%s | round trips/s | %.0f | %.0f | %.2f |\n",
+                with_commas(row.objects).c_str(), row.objects == 1 ? "" : "s", median(row.raw),
+                median(row.dorm), median(ratios));
+  }
+}
+
+void print_idle_memory(const IdleMemory& m, const RuntimeBenchOptions& o) {
+  double bare = median(m.bare_kib), dorm = median(m.dorm_kib);
+  std::printf("\n| row | unit | bare caf | dorm | difference |\n|---|---|---:|---:|---:|\n");
+  std::printf("| resident idle objects, %s | KiB/object | %.2f | %.2f | %+.2f |\n",
+              with_commas(o.idle_objects).c_str(), bare, dorm, dorm - bare);
+}
+
+void print_cold_activation(const ColdActivation& c, const RuntimeBenchOptions& o) {
+  std::printf(
+      "\n| row | unit | dorm, cold activation | dorm, resident (reference) | "
+      "raw rocksdb, 3 gets (reference) |\n|---|---|---:|---:|---:|\n");
+  for (auto [name, cold_ms, warm_ms, raw_ms] :
+       {std::tuple{"p50", &c.dorm_p50, &c.warm_p50, &c.raw_p50},
+        std::tuple{"p99", &c.dorm_p99, &c.warm_p99, &c.raw_p99}}) {
+    std::printf("| one request at a time, on_start reads 3 keys, %s | ms | %.3f | %.3f | %.3f |\n",
+                name, median(*cold_ms), median(*warm_ms), median(*raw_ms));
+  }
+  std::printf("(%s objects x 3 keys on disk, filled in %.1f s; %s activated per round)\n",
+              with_commas(o.cold_objects).c_str(), c.fill_seconds,
+              with_commas(o.cold_sample).c_str());
+}
+
+void print_alarms(const AlarmFigures& a, const RuntimeBenchOptions& o) {
+  std::string pending = with_commas(a.pending), rate = with_commas(o.alarm_rate);
+  std::printf(
+      "\n| row | unit | dorm, AlarmInfo (whole ms) | dorm, system clock (us "
+      "resolution) |\n|---|---|---:|---:|\n");
+  for (auto [name, ms, us] : {std::tuple{"p50", &a.late_p50, &a.late_p50_us},
+                              std::tuple{"p99", &a.late_p99, &a.late_p99_us},
+                              std::tuple{"max", &a.late_max, &a.late_max_us}}) {
+    std::printf("| alarm lateness, %s pending, %s/s due, %s | ms | %.0f | %.3f |\n",
+                pending.c_str(), rate.c_str(), name, median(*ms), median(*us));
+  }
+  std::printf("(%s alarms due per round over %d s; storing the %s pending alarms took %.1f s)\n",
+              with_commas(a.firing).c_str(), o.alarm_window_s, pending.c_str(), a.set_seconds);
+  std::string delivered = with_commas(a.delivered);
+  std::printf(
+      "\n| row | unit | %s alarms stored | the same, %s delivered since | no alarms "
+      "(reference) |\n|---|---|---:|---:|---:|\n",
+      pending.c_str(), delivered.c_str());
+  std::printf("| RocksDB open | ms | %.1f | %.1f | %.1f |\n", median(a.open_ms),
+              median(a.delivered_open_ms), median(a.empty_open_ms));
+  std::printf("| Runtime::start to first timer armed | ms | %.1f | %.1f | %.1f |\n",
+              median(a.armed_ms), median(a.delivered_armed_ms), median(a.empty_armed_ms));
+  std::printf("| Runtime::start returns | ms | %.1f | %.1f | %.1f |\n", median(a.start_ms),
+              median(a.delivered_start_ms), median(a.empty_start_ms));
+  std::printf("(alarm index entries the scheduler read at start: %zu)\n", a.index_entries_read);
+}
+
+}  // namespace
+
 int run_runtime_bench(const RuntimeBenchOptions& o) {
   bool temporary = o.dir.empty();
   fs::path root = temporary ? fs::temp_directory_path() / numbered("dorm-bench-runtime-", getpid())
@@ -349,68 +415,10 @@ int run_runtime_bench(const RuntimeBenchOptions& o) {
   std::optional<AlarmFigures> alarms;
   if (wanted(o, "alarms")) alarms = bench_alarms(o, root / "alarms");
 
-  if (!round_trips.empty()) {
-    std::printf("\n| row | unit | bare caf | dorm | ratio |\n|---|---|---:|---:|---:|\n");
-    for (const auto& row : round_trips) {
-      // The ratio is the median of the rounds' own ratios: both subjects of a round ran
-      // interleaved, under the same load.
-      std::vector<double> ratios;
-      for (std::size_t i = 0; i < row.raw.size(); ++i) ratios.push_back(row.dorm[i] / row.raw[i]);
-      std::printf("| request/response, %s object%s | round trips/s | %.0f | %.0f | %.2f |\n",
-                  with_commas(row.objects).c_str(), row.objects == 1 ? "" : "s", median(row.raw),
-                  median(row.dorm), median(ratios));
-    }
-  }
-  if (memory) {
-    double bare = median(memory->bare_kib), dorm = median(memory->dorm_kib);
-    std::printf("\n| row | unit | bare caf | dorm | difference |\n|---|---|---:|---:|---:|\n");
-    std::printf("| resident idle objects, %s | KiB/object | %.2f | %.2f | %+.2f |\n",
-                with_commas(o.idle_objects).c_str(), bare, dorm, dorm - bare);
-  }
-  if (cold) {
-    std::printf(
-        "\n| row | unit | dorm, cold activation | dorm, resident (reference) | "
-        "raw rocksdb, 3 gets (reference) |\n|---|---|---:|---:|---:|\n");
-    for (auto [name, cold_ms, warm_ms, raw_ms] :
-         {std::tuple{"p50", &cold->dorm_p50, &cold->warm_p50, &cold->raw_p50},
-          std::tuple{"p99", &cold->dorm_p99, &cold->warm_p99, &cold->raw_p99}}) {
-      std::printf(
-          "| one request at a time, on_start reads 3 keys, %s | ms | %.3f | %.3f | %.3f |\n", name,
-          median(*cold_ms), median(*warm_ms), median(*raw_ms));
-    }
-    std::printf("(%s objects x 3 keys on disk, filled in %.1f s; %s activated per round)\n",
-                with_commas(o.cold_objects).c_str(), cold->fill_seconds,
-                with_commas(o.cold_sample).c_str());
-  }
-  if (alarms) {
-    std::string pending = with_commas(alarms->pending), rate = with_commas(o.alarm_rate);
-    std::printf(
-        "\n| row | unit | dorm, AlarmInfo (whole ms) | dorm, system clock (us "
-        "resolution) |\n|---|---|---:|---:|\n");
-    for (auto [name, ms, us] : {std::tuple{"p50", &alarms->late_p50, &alarms->late_p50_us},
-                                std::tuple{"p99", &alarms->late_p99, &alarms->late_p99_us},
-                                std::tuple{"max", &alarms->late_max, &alarms->late_max_us}}) {
-      std::printf("| alarm lateness, %s pending, %s/s due, %s | ms | %.0f | %.3f |\n",
-                  pending.c_str(), rate.c_str(), name, median(*ms), median(*us));
-    }
-    std::printf("(%s alarms due per round over %d s; storing the %s pending alarms took %.1f s)\n",
-                with_commas(alarms->firing).c_str(), o.alarm_window_s, pending.c_str(),
-                alarms->set_seconds);
-    std::string delivered = with_commas(alarms->delivered);
-    std::printf(
-        "\n| row | unit | %s alarms stored | the same, %s delivered since | no alarms "
-        "(reference) |\n|---|---|---:|---:|---:|\n",
-        pending.c_str(), delivered.c_str());
-    std::printf("| RocksDB open | ms | %.1f | %.1f | %.1f |\n", median(alarms->open_ms),
-                median(alarms->delivered_open_ms), median(alarms->empty_open_ms));
-    std::printf("| Runtime::start to first timer armed | ms | %.1f | %.1f | %.1f |\n",
-                median(alarms->armed_ms), median(alarms->delivered_armed_ms),
-                median(alarms->empty_armed_ms));
-    std::printf("| Runtime::start returns | ms | %.1f | %.1f | %.1f |\n", median(alarms->start_ms),
-                median(alarms->delivered_start_ms), median(alarms->empty_start_ms));
-    std::printf("(alarm index entries the scheduler read at start: %zu)\n",
-                alarms->index_entries_read);
-  }
+  if (!round_trips.empty()) print_round_trips(round_trips);
+  if (memory) print_idle_memory(*memory, o);
+  if (cold) print_cold_activation(*cold, o);
+  if (alarms) print_alarms(*alarms, o);
 
   if (temporary) {
     fs::remove_all(root);

@@ -229,6 +229,130 @@ double open_after_kill_ms(const std::string& dir) {
   return ms;
 }
 
+// The subjects of the process-durability rows and, with fsync rows, of the fsync ones
+// (memory has no fsync cost to show).
+struct Subjects {
+  std::vector<std::string> names = {"raw rocksdb", "dorm rocksdb", "dorm sqlite", "dorm memory"};
+  std::vector<std::unique_ptr<Subject>> process;
+  std::vector<std::string> fsync_names = {"raw rocksdb", "dorm rocksdb", "dorm sqlite"};
+  std::vector<std::unique_ptr<Subject>> fsync;
+};
+
+void open_subjects(Subjects& out, const fs::path& root, bool fsync_rows) {
+  out.process.push_back(std::make_unique<RawRocksDb>((root / "raw").string(), Durability::process));
+  out.process.push_back(std::make_unique<ThroughBackend>(
+      must(storage::RocksDbBackend::open((root / "rocksdb").string(), Durability::process))));
+  out.process.push_back(std::make_unique<ThroughBackend>(
+      must(storage::SqliteBackend::open((root / "sqlite.db").string(), Durability::process))));
+  out.process.push_back(
+      std::make_unique<ThroughBackend>(std::make_unique<storage::MemoryBackend>()));
+  if (fsync_rows) {
+    out.fsync.push_back(
+        std::make_unique<RawRocksDb>((root / "raw-fsync").string(), Durability::fsync));
+    out.fsync.push_back(std::make_unique<ThroughBackend>(
+        must(storage::RocksDbBackend::open((root / "rocksdb-fsync").string(), Durability::fsync))));
+    out.fsync.push_back(std::make_unique<ThroughBackend>(must(
+        storage::SqliteBackend::open((root / "sqlite-fsync.db").string(), Durability::fsync))));
+  }
+}
+
+// Identical inputs for every subject: precomputed keys and random sequences.
+struct Inputs {
+  std::vector<std::string> get_keys, scan_prefixes;
+  std::string value = std::string(kValueBytes, 'w');
+};
+
+Inputs make_inputs(int ops) {
+  Inputs in;
+  std::mt19937 rng(42);
+  for (int i = 0; i < ops; ++i) {
+    in.get_keys.push_back(key("g/%08d", std::uniform_int_distribution<int>(0, kGetKeys - 1)(rng)));
+    in.scan_prefixes.push_back(
+        key("s/%06d/", std::uniform_int_distribution<int>(0, kScanPrefixes - 1)(rng)));
+  }
+  return in;
+}
+
+Row put_row(int batch_size, bool fsync, int ops, const std::string& value) {
+  // fsync rows wait for the disk at every commit: fewer commits, same for every subject.
+  int commits = fsync ? std::max(ops / 20, 10) : std::max(ops / batch_size, 1000);
+  int puts = commits * batch_size;
+  std::vector<Pairs> batches;
+  for (int i = 0; i < puts; i += batch_size) {
+    Pairs b;
+    for (int j = i; j < i + batch_size; ++j) b.emplace_back(key("w%d/%08d", batch_size, j), value);
+    batches.push_back(std::move(b));
+  }
+  int n = static_cast<int>(batches.size());
+  return Row{"put, batch of " + std::to_string(batch_size) + (fsync ? " (fsync)" : ""), "commits/s",
+             fsync, n, [batches = std::move(batches)](Subject& s, int i) {
+               s.commit(batches[static_cast<std::size_t>(i)]);
+             }};
+}
+
+// The rows in table order; the get and scan rows read `in`, which must outlive them.
+std::vector<Row> make_rows(const StorageBenchOptions& options, const Inputs& in) {
+  std::vector<Row> rows;
+  for (int b : {1, 10, 100}) rows.push_back(put_row(b, false, options.ops, in.value));
+  rows.push_back(Row{"point get", "gets/s", false, options.ops, [&in](Subject& s, int i) {
+                       std::string v;
+                       if (!s.get(in.get_keys[static_cast<std::size_t>(i)], v)) {
+                         throw std::runtime_error("a prefilled key is missing");
+                       }
+                     }});
+  rows.push_back(Row{"prefix scan, 100 keys", "scans/s", false, std::max(options.ops / 10, 1),
+                     [&in](Subject& s, int i) {
+                       if (s.scan_prefix(in.scan_prefixes[static_cast<std::size_t>(i)]) !=
+                           kScanWidth) {
+                         throw std::runtime_error("a prefix scan returned the wrong count");
+                       }
+                     }});
+  if (options.fsync_rows) {
+    for (int b : {1, 10, 100}) rows.push_back(put_row(b, true, options.ops, in.value));
+  }
+  return rows;
+}
+
+using Results = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+
+// Runs every row over its subjects, round by round; adds each one's ops/s to `results`.
+void run_rounds(const std::vector<Row>& rows, Subjects& subjects, int rounds, Results& results) {
+  for (int round = 1; round <= rounds; ++round) {
+    std::printf("round %d/%d\n", round, rounds);
+    std::fflush(stdout);
+    for (const auto& row : rows) {
+      auto& set_names = row.fsync ? subjects.fsync_names : subjects.names;
+      auto& set = row.fsync ? subjects.fsync : subjects.process;
+      std::vector<double> seconds(set.size(), 0.0);
+      for (int slice = 0; slice < kSlices; ++slice) {
+        int begin = row.count * slice / kSlices;
+        int end = row.count * (slice + 1) / kSlices;
+        // Rotate the starting subject so none always runs first.
+        for (std::size_t k = 0; k < set.size(); ++k) {
+          std::size_t i = (k + static_cast<std::size_t>(round + slice)) % set.size();
+          auto start = std::chrono::steady_clock::now();
+          for (int op = begin; op < end; ++op) row.op(*set[i], op);
+          seconds[i] += seconds_since(start);
+        }
+      }
+      for (std::size_t i = 0; i < set.size(); ++i) {
+        results[{row.name, set_names[i]}].push_back(row.count / seconds[i]);
+      }
+    }
+  }
+}
+
+void print_open_after_kill(const fs::path& root) {
+  std::vector<double> opens;
+  for (int i = 0; i < 3; ++i) {
+    opens.push_back(open_after_kill_ms((root / ("killed-" + std::to_string(i))).string()));
+  }
+  std::printf(
+      "\nrocksdb open after SIGKILL with a full memtable (~56 MiB in the WAL): "
+      "median %.0f ms of 3 (%.0f, %.0f, %.0f)\n",
+      median(opens), opens[0], opens[1], opens[2]);
+}
+
 }  // namespace
 
 int storage_bench_fill_and_wait(const std::string& dir) {
@@ -255,117 +379,27 @@ int run_storage_bench(const StorageBenchOptions& options) {
   fs::create_directories(root);
   std::printf("dorm bench storage: %d rounds, %d ops per row, data in %s\n", options.rounds,
               options.ops, root.c_str());
-
-  // Process-durability subjects.
-  std::vector<std::string> names = {"raw rocksdb", "dorm rocksdb", "dorm sqlite", "dorm memory"};
-  std::vector<std::unique_ptr<Subject>> subjects;
-  subjects.push_back(std::make_unique<RawRocksDb>((root / "raw").string(), Durability::process));
-  subjects.push_back(std::make_unique<ThroughBackend>(
-      must(storage::RocksDbBackend::open((root / "rocksdb").string(), Durability::process))));
-  subjects.push_back(std::make_unique<ThroughBackend>(
-      must(storage::SqliteBackend::open((root / "sqlite.db").string(), Durability::process))));
-  subjects.push_back(std::make_unique<ThroughBackend>(std::make_unique<storage::MemoryBackend>()));
-  // fsync-durability subjects (memory has no fsync cost to show).
-  std::vector<std::string> fsync_names = {"raw rocksdb", "dorm rocksdb", "dorm sqlite"};
-  std::vector<std::unique_ptr<Subject>> fsync_subjects;
-  if (options.fsync_rows) {
-    fsync_subjects.push_back(
-        std::make_unique<RawRocksDb>((root / "raw-fsync").string(), Durability::fsync));
-    fsync_subjects.push_back(std::make_unique<ThroughBackend>(
-        must(storage::RocksDbBackend::open((root / "rocksdb-fsync").string(), Durability::fsync))));
-    fsync_subjects.push_back(std::make_unique<ThroughBackend>(
-        must(storage::SqliteBackend::open((root / "sqlite-fsync.db").string(), Durability::fsync))));
-  }
+  Subjects subjects;
+  open_subjects(subjects, root, options.fsync_rows);
 
   std::printf("prefilling %d keys and %d prefixes x %d keys per subject...\n", kGetKeys,
               kScanPrefixes, kScanWidth);
-  for (auto& s : subjects) prefill(*s);
-  static_cast<RawRocksDb&>(*subjects[0]).flush();
+  for (auto& s : subjects.process) prefill(*s);
+  static_cast<RawRocksDb&>(*subjects.process[0]).flush();
   if (auto* rocks = dynamic_cast<storage::RocksDbBackend*>(
-          &static_cast<ThroughBackend&>(*subjects[1]).backend())) {
+          &static_cast<ThroughBackend&>(*subjects.process[1]).backend())) {
     rocks->db().Flush(rocksdb::FlushOptions());  // both RocksDB subjects read from tables
   }
 
-  // Identical inputs for every subject: precomputed keys and random sequences.
-  std::mt19937 rng(42);
-  std::vector<std::string> get_keys, scan_prefixes;
-  for (int i = 0; i < options.ops; ++i) {
-    get_keys.push_back(key("g/%08d", std::uniform_int_distribution<int>(0, kGetKeys - 1)(rng)));
-    scan_prefixes.push_back(
-        key("s/%06d/", std::uniform_int_distribution<int>(0, kScanPrefixes - 1)(rng)));
-  }
-  std::string value(kValueBytes, 'w');
-  auto put_row = [&](int batch_size, bool fsync) {
-    // fsync rows wait for the disk at every commit: fewer commits, same for every subject.
-    int commits = fsync ? std::max(options.ops / 20, 10) : std::max(options.ops / batch_size, 1000);
-    int puts = commits * batch_size;
-    std::vector<Pairs> batches;
-    for (int i = 0; i < puts; i += batch_size) {
-      Pairs b;
-      for (int j = i; j < i + batch_size; ++j) b.emplace_back(key("w%d/%08d", batch_size, j), value);
-      batches.push_back(std::move(b));
-    }
-    int n = static_cast<int>(batches.size());
-    return Row{"put, batch of " + std::to_string(batch_size) + (fsync ? " (fsync)" : ""),
-               "commits/s", fsync, n, [batches = std::move(batches)](Subject& s, int i) {
-                 s.commit(batches[static_cast<std::size_t>(i)]);
-               }};
-  };
-  std::vector<Row> rows;
-  for (int b : {1, 10, 100}) rows.push_back(put_row(b, false));
-  rows.push_back(Row{"point get", "gets/s", false, options.ops, [&](Subject& s, int i) {
-                       std::string v;
-                       if (!s.get(get_keys[static_cast<std::size_t>(i)], v)) {
-                         throw std::runtime_error("a prefilled key is missing");
-                       }
-                     }});
-  rows.push_back(Row{"prefix scan, 100 keys", "scans/s", false, std::max(options.ops / 10, 1),
-                     [&](Subject& s, int i) {
-                       if (s.scan_prefix(scan_prefixes[static_cast<std::size_t>(i)]) != kScanWidth) {
-                         throw std::runtime_error("a prefix scan returned the wrong count");
-                       }
-                     }});
-  if (options.fsync_rows) {
-    for (int b : {1, 10, 100}) rows.push_back(put_row(b, true));
-  }
+  Inputs inputs = make_inputs(options.ops);
+  std::vector<Row> rows = make_rows(options, inputs);
+  Results results;
+  run_rounds(rows, subjects, options.rounds, results);
+  print_table(rows, subjects.names, results);
 
-  std::map<std::pair<std::string, std::string>, std::vector<double>> results;
-  for (int round = 1; round <= options.rounds; ++round) {
-    std::printf("round %d/%d\n", round, options.rounds);
-    std::fflush(stdout);
-    for (const auto& row : rows) {
-      auto& set_names = row.fsync ? fsync_names : names;
-      auto& set = row.fsync ? fsync_subjects : subjects;
-      std::vector<double> seconds(set.size(), 0.0);
-      for (int slice = 0; slice < kSlices; ++slice) {
-        int begin = row.count * slice / kSlices;
-        int end = row.count * (slice + 1) / kSlices;
-        // Rotate the starting subject so none always runs first.
-        for (std::size_t k = 0; k < set.size(); ++k) {
-          std::size_t i = (k + static_cast<std::size_t>(round + slice)) % set.size();
-          auto start = std::chrono::steady_clock::now();
-          for (int op = begin; op < end; ++op) row.op(*set[i], op);
-          seconds[i] += seconds_since(start);
-        }
-      }
-      for (std::size_t i = 0; i < set.size(); ++i) {
-        results[{row.name, set_names[i]}].push_back(row.count / seconds[i]);
-      }
-    }
-  }
-  print_table(rows, names, results);
-
-  if (options.open_after_kill) {
-    std::vector<double> opens;
-    for (int i = 0; i < 3; ++i) {
-      opens.push_back(open_after_kill_ms((root / ("killed-" + std::to_string(i))).string()));
-    }
-    std::printf("\nrocksdb open after SIGKILL with a full memtable (~56 MiB in the WAL): "
-                "median %.0f ms of 3 (%.0f, %.0f, %.0f)\n",
-                median(opens), opens[0], opens[1], opens[2]);
-  }
-  subjects.clear();
-  fsync_subjects.clear();
+  if (options.open_after_kill) print_open_after_kill(root);
+  subjects.process.clear();
+  subjects.fsync.clear();
   fs::remove_all(root);
   return 0;
 }
