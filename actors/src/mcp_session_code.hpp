@@ -38,6 +38,7 @@
 #include "dorm/actors/code_mode.hpp"
 #include "dorm/engine/journal.hpp"
 #include "dorm/engine/pool.hpp"
+#include "dorm/hex.hpp"
 #include "dorm/mcp/execution_outcome.hpp"
 #include "execution_owner.hpp"
 #include "mcp_session_internal.hpp"
@@ -57,18 +58,10 @@ inline constexpr std::size_t kMaxCodeKeyBytes = 512;
 // The approval form: accepting it is the approval; it asks for nothing else.
 inline constexpr std::string_view kApprovalSchema = R"({"type":"object","properties":{}})";
 
-
-
 inline std::string random_hex(std::size_t bytes) {
-  std::vector<unsigned char> raw(bytes);
+  std::vector<std::uint8_t> raw(bytes);
   if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) throw std::runtime_error("RAND_bytes failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
+  return hex_encode(raw);
 }
 
 inline std::string sha256_hex(std::string_view text) {
@@ -77,13 +70,7 @@ inline std::string sha256_hex(std::string_view text) {
   if (EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
     throw std::runtime_error("EVP_Digest failed");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
+  return hex_encode(std::span<const std::uint8_t>(digest, size));
 }
 
 inline std::string page_reply(int status, std::string_view error) {
