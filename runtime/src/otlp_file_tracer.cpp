@@ -66,53 +66,8 @@ int status_code(SpanStatus s) {
   return 0;
 }
 
-}  // namespace
-
-OtlpJsonFileTracer::OtlpJsonFileTracer(std::FILE* file, std::string path,
-                                       std::string service_name, const Clock* clock)
-    : Tracer(clock), file_(file), path_(std::move(path)), service_name_(std::move(service_name)) {}
-
-Result<std::unique_ptr<OtlpJsonFileTracer>> OtlpJsonFileTracer::open(const std::string& path,
-                                                                     std::string service_name,
-                                                                     const Clock* clock) {
-  std::FILE* file = std::fopen(path.c_str(), "a");
-  if (!file) {
-    return Error{ErrorCode::io_error,
-                 "cannot open trace file '" + path + "': " + std::strerror(errno)};
-  }
-  return std::unique_ptr<OtlpJsonFileTracer>(
-      new OtlpJsonFileTracer(file, path, std::move(service_name), clock));
-}
-
-OtlpJsonFileTracer::~OtlpJsonFileTracer() { std::fclose(file_); }
-
-void OtlpJsonFileTracer::flush() {
-  std::lock_guard lock(mutex_);
-  std::fflush(file_);
-}
-
-std::string OtlpJsonFileTracer::encode(const SpanData& span, std::string_view service_name) {
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("resourceSpans");
-  w.StartArray();
-  w.StartObject();
-  w.Key("resource");
-  w.StartObject();
-  write_attributes(w, {{"service.name", std::string(service_name)}});
-  w.EndObject();
-  w.Key("scopeSpans");
-  w.StartArray();
-  w.StartObject();
-  w.Key("scope");
-  w.StartObject();
-  w.Key("name");
-  w.String("dorm");
-  w.EndObject();
-  w.Key("spans");
-  w.StartArray();
-
+// One span of OTLP/JSON's "spans" array.
+void write_span(JsonWriter& w, const SpanData& span) {
   w.StartObject();
   w.Key("traceId");
   write_string(w, to_hex(span.context.trace_id));
@@ -167,7 +122,57 @@ std::string OtlpJsonFileTracer::encode(const SpanData& span, std::string_view se
   }
   w.EndObject();
   w.EndObject();
+}
 
+}  // namespace
+
+
+OtlpJsonFileTracer::OtlpJsonFileTracer(std::FILE* file, std::string path,
+                                       std::string service_name, const Clock* clock)
+    : Tracer(clock), file_(file), path_(std::move(path)), service_name_(std::move(service_name)) {}
+
+Result<std::unique_ptr<OtlpJsonFileTracer>> OtlpJsonFileTracer::open(const std::string& path,
+                                                                     std::string service_name,
+                                                                     const Clock* clock) {
+  std::FILE* file = std::fopen(path.c_str(), "a");
+  if (!file) {
+    return Error{ErrorCode::io_error,
+                 "cannot open trace file '" + path + "': " + std::strerror(errno)};
+  }
+  return std::unique_ptr<OtlpJsonFileTracer>(
+      new OtlpJsonFileTracer(file, path, std::move(service_name), clock));
+}
+
+OtlpJsonFileTracer::~OtlpJsonFileTracer() { std::fclose(file_); }
+
+void OtlpJsonFileTracer::flush() {
+  std::lock_guard lock(mutex_);
+  std::fflush(file_);
+}
+
+std::string OtlpJsonFileTracer::encode(const SpanData& span, std::string_view service_name) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("resourceSpans");
+  w.StartArray();
+  w.StartObject();
+  w.Key("resource");
+  w.StartObject();
+  write_attributes(w, {{"service.name", std::string(service_name)}});
+  w.EndObject();
+  w.Key("scopeSpans");
+  w.StartArray();
+  w.StartObject();
+  w.Key("scope");
+  w.StartObject();
+  w.Key("name");
+  w.String("dorm");
+  w.EndObject();
+  w.Key("spans");
+  w.StartArray();
+
+  write_span(w, span);
   w.EndArray();   // spans
   w.EndObject();  // scopeSpans[0]
   w.EndArray();

@@ -32,6 +32,24 @@ Result<std::optional<std::string>> first_key(storage::Backend& backend, std::str
   return std::optional<std::string>{std::move(rows->front().key)};
 }
 
+// Walks the distinct things stored under one key kind (namespaces, indexes) without reading
+// all their keys: `visit` gets the first key at or after the cursor and returns where the
+// next seek starts (none: the key space ends there).
+template <class Visit>
+Result<void> skip_scan(storage::Backend& backend, char kind, Visit&& visit) {
+  std::string start(1, kind);
+  const std::string end(1, static_cast<char>(kind + 1));
+  for (;;) {
+    auto key = first_key(backend, start, end);
+    if (!key) return std::move(key).error();
+    if (!*key) return {};
+    Result<std::optional<std::string>> next = visit(**key);
+    if (!next) return std::move(next).error();
+    if (!*next) return {};
+    start = std::move(**next);
+  }
+}
+
 // Calls `each` for every entry with `prefix`, a page at a time.
 template <class F>
 Result<void> for_each_entry(storage::Backend& backend, const std::string& prefix, F&& each) {
@@ -104,26 +122,16 @@ Result<StoredRuntimeState> StoreInspector::runtime_state() {
 
 Result<std::vector<NamespaceCount>> StoreInspector::namespaces() {
   std::vector<NamespaceCount> out;
-  std::string start(1, keys::kObject);
-  const std::string end(1, static_cast<char>(keys::kObject + 1));
-  for (;;) {
-    auto key = first_key(*backend_, start, end);
-    if (!key) return std::move(key).error();
-    if (!*key) return out;
-    auto decoded = keys::decode_object_key(**key);
-    if (!decoded) {
-      // Not a key the runtime writes: step over it alone.
-      start = **key + '\0';
-      continue;
-    }
+  auto walked = skip_scan(*backend_, keys::kObject, [&](const std::string& key) -> Result<std::optional<std::string>> {
+    auto decoded = keys::decode_object_key(key);
+    if (!decoded) return std::optional<std::string>{key + '\0'};  // not the runtime's: step over it alone
     if (out.empty() || out.back().ns != decoded->ns) out.push_back({std::string(decoded->ns), 0});
     ++out.back().objects;
     // The next object: past every key of this one.
-    auto next =
-        storage::ScanOptions::prefix_successor(keys::object_prefix(decoded->ns, decoded->body));
-    if (!next) return out;
-    start = std::move(*next);
-  }
+    return storage::ScanOptions::prefix_successor(keys::object_prefix(decoded->ns, decoded->body));
+  });
+  if (!walked) return std::move(walked).error();
+  return out;
 }
 
 Result<std::vector<StoredObject>> StoreInspector::objects(std::string_view ns, std::size_t limit,
@@ -235,26 +243,18 @@ Result<std::vector<StoredAlarm>> StoreInspector::alarms(std::size_t limit) {
 
 Result<std::vector<IndexCount>> StoreInspector::indexes() {
   std::vector<IndexCount> out;
-  std::string start(1, keys::kIndex);
-  const std::string end(1, static_cast<char>(keys::kIndex + 1));
-  for (;;) {
-    auto key = first_key(*backend_, start, end);
-    if (!key) return std::move(key).error();
-    if (!*key) return out;
-    auto decoded = keys::decode_index_key(**key);
-    if (!decoded) {
-      start = **key + '\0';
-      continue;
-    }
+  auto walked = skip_scan(*backend_, keys::kIndex, [&](const std::string& key) -> Result<std::optional<std::string>> {
+    auto decoded = keys::decode_index_key(key);
+    if (!decoded) return std::optional<std::string>{key + '\0'};
     IndexCount count{std::string(decoded->index), 0};
     std::string prefix = keys::index_prefix(count.index);
     auto ok = for_each_entry(*backend_, prefix, [&](const storage::KeyValue&) { ++count.entries; });
     if (!ok) return std::move(ok).error();
     out.push_back(std::move(count));
-    auto next = storage::ScanOptions::prefix_successor(prefix);
-    if (!next) return out;
-    start = std::move(*next);
-  }
+    return storage::ScanOptions::prefix_successor(prefix);
+  });
+  if (!walked) return std::move(walked).error();
+  return out;
 }
 
 Result<std::vector<StoredIndexEntry>> StoreInspector::index_entries(std::string_view index,
