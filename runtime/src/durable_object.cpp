@@ -1,5 +1,7 @@
 #include "dorm/runtime/durable_object.hpp"
 
+#include <utility>
+
 #include "object_host.hpp"
 
 namespace dorm {
@@ -26,32 +28,46 @@ const char* to_string(StopReason r) {
   return "unknown";
 }
 
+namespace {
+
+// Runs `use` on the activation's storage; outside a turn, the host's error instead.
+template <class Use>
+auto with_storage(detail::ObjectHost* host, Use&& use) -> decltype(use(std::declval<detail::ObjectStorage&>())) {
+  auto storage = host->storage();
+  if (!storage) return std::move(storage).error();
+  return use(**storage);
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> DurableObject::get(std::string_view key) {
-  return host_->get(key);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.get(key); });
 }
 
 Result<std::vector<std::optional<std::string>>> DurableObject::get_many(
     std::span<const std::string> keys) {
-  return host_->get_many(keys);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.get_many(keys); });
 }
 
 Result<void> DurableObject::put(std::string_view key, std::string_view value) {
-  return host_->put(key, value);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.put(key, value); });
 }
 
 Result<void> DurableObject::put_many(std::span<const std::pair<std::string, std::string>> entries) {
   for (const auto& [k, v] : entries) {
-    if (auto ok = host_->put(k, v); !ok) return ok;
+    if (auto ok = put(k, v); !ok) return ok;
   }
   return {};
 }
 
-Result<bool> DurableObject::del(std::string_view key) { return host_->del(key); }
+Result<bool> DurableObject::del(std::string_view key) {
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.del(key); });
+}
 
 Result<std::size_t> DurableObject::del_many(std::span<const std::string> keys) {
   std::size_t existed = 0;
   for (const auto& k : keys) {
-    auto r = host_->del(k);
+    auto r = del(k);
     if (!r) return std::move(r).error();
     existed += *r ? 1 : 0;
   }
@@ -59,32 +75,34 @@ Result<std::size_t> DurableObject::del_many(std::span<const std::string> keys) {
 }
 
 Result<std::vector<storage::KeyValue>> DurableObject::list(const ListOptions& options) {
-  return host_->list(options);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.list(options); });
 }
 
-Result<void> DurableObject::delete_all() { return host_->delete_all(); }
+Result<void> DurableObject::delete_all() {
+  return with_storage(host_, [](detail::ObjectStorage& s) { return s.delete_all(); });
+}
 
 Result<void> DurableObject::commit() { return host_->commit_early(); }
 
 Result<void> DurableObject::set_alarm(std::string_view name, std::int64_t due_ms) {
-  return host_->set_alarm(name, due_ms);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.set_alarm(name, due_ms); });
 }
 
 Result<std::optional<std::int64_t>> DurableObject::get_alarm(std::string_view name) {
-  return host_->get_alarm(name);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.get_alarm(name); });
 }
 
 Result<bool> DurableObject::delete_alarm(std::string_view name) {
-  return host_->delete_alarm(name);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.delete_alarm(name); });
 }
 
 Result<void> DurableObject::index_put(std::string_view index, std::string_view key,
                                       std::string_view value) {
-  return host_->index_put(index, key, value);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.index_put(index, key, value); });
 }
 
 Result<void> DurableObject::index_del(std::string_view index, std::string_view key) {
-  return host_->index_del(index, key);
+  return with_storage(host_, [&](detail::ObjectStorage& s) { return s.index_del(index, key); });
 }
 
 Lease::Lease(std::shared_ptr<detail::Activation> activation) : activation_(std::move(activation)) {

@@ -7,14 +7,6 @@
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
-namespace {
-
-Error outside_turn() {
-  return Error{ErrorCode::invalid_argument, "object storage used outside a turn"};
-}
-
-}  // namespace
-
 ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
@@ -222,21 +214,6 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   touch();
 }
 
-Result<void> ObjectHost::set_alarm(std::string_view name, std::int64_t due_ms) {
-  if (!in_turn()) return outside_turn();
-  return storage_.set_alarm(name, due_ms);
-}
-
-Result<std::optional<std::int64_t>> ObjectHost::get_alarm(std::string_view name) {
-  if (!in_turn()) return outside_turn();
-  return storage_.get_alarm(name);
-}
-
-Result<bool> ObjectHost::delete_alarm(std::string_view name) {
-  if (!in_turn()) return outside_turn();
-  return storage_.delete_alarm(name);
-}
-
 void ObjectHost::touch() {
   last_activity_ms_ = impl_->clock->now_ms();
   if (std::exchange(dispose_requested_, false) && impl_->try_begin_dispose(activation_.get())) {
@@ -361,35 +338,9 @@ trace::Span ObjectHost::start_span(std::string_view name, std::optional<trace::T
   return tracer->start_span(std::string(name), std::move(options));
 }
 
-Result<std::optional<std::string>> ObjectHost::get(std::string_view key) {
-  if (!in_turn()) return outside_turn();
-  return storage_.get(key);
-}
-
-Result<std::vector<std::optional<std::string>>> ObjectHost::get_many(
-    std::span<const std::string> keys) {
-  if (!in_turn()) return outside_turn();
-  return storage_.get_many(keys);
-}
-
-Result<void> ObjectHost::put(std::string_view key, std::string_view value) {
-  if (!in_turn()) return outside_turn();
-  return storage_.put(key, value);
-}
-
-Result<bool> ObjectHost::del(std::string_view key) {
-  if (!in_turn()) return outside_turn();
-  return storage_.del(key);
-}
-
-Result<std::vector<storage::KeyValue>> ObjectHost::list(const ListOptions& options) {
-  if (!in_turn()) return outside_turn();
-  return storage_.list(options);
-}
-
-Result<void> ObjectHost::delete_all() {
-  if (!in_turn()) return outside_turn();
-  return storage_.delete_all();
+Result<ObjectStorage*> ObjectHost::storage() {
+  if (!in_turn()) return Error{ErrorCode::invalid_argument, "object storage used outside a turn"};
+  return &storage_;
 }
 
 Result<void> ObjectHost::commit_early() {
@@ -404,17 +355,6 @@ Result<void> ObjectHost::commit_early() {
   }
   release_outbox();
   return {};
-}
-
-Result<void> ObjectHost::index_put(std::string_view index, std::string_view key,
-                                   std::string_view value) {
-  if (!in_turn()) return outside_turn();
-  return storage_.index_put(index, key, value);
-}
-
-Result<void> ObjectHost::index_del(std::string_view index, std::string_view key) {
-  if (!in_turn()) return outside_turn();
-  return storage_.index_del(index, key);
 }
 
 void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {

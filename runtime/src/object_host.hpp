@@ -32,19 +32,11 @@ class ObjectHost : public caf::event_based_actor {
   void on_exit() override;
   const char* name() const override { return "dorm.object"; }
 
-  // ---- for DurableObject's storage API (valid only inside a turn) ----
-  Result<std::optional<std::string>> get(std::string_view key);
-  Result<std::vector<std::optional<std::string>>> get_many(std::span<const std::string> keys);
-  Result<void> put(std::string_view key, std::string_view value);
-  Result<bool> del(std::string_view key);
-  Result<std::vector<storage::KeyValue>> list(const ListOptions& options);
-  Result<void> delete_all();
+  // ---- for DurableObject's storage API ----
+  // The activation's storage (object_storage.hpp); an error outside a turn, where a write
+  // could not be part of any commit.
+  Result<ObjectStorage*> storage();
   Result<void> commit_early();
-  Result<void> set_alarm(std::string_view name, std::int64_t due_ms);
-  Result<std::optional<std::int64_t>> get_alarm(std::string_view name);
-  Result<bool> delete_alarm(std::string_view name);
-  Result<void> index_put(std::string_view index, std::string_view key, std::string_view value);
-  Result<void> index_del(std::string_view index, std::string_view key);
   void send_message(const ObjectHandle& to, caf::message msg);
   Lease keep_alive() { return Lease(activation_); }
   void request_dispose(bool remember) {
