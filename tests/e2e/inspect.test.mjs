@@ -24,7 +24,9 @@ async function inspectJson(t, storage, extra = []) {
 const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 test('inspect --json while serve runs: the session, its streams and decoded events, an in-flight call', async (t) => {
-  const { proc, url, dataDir } = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
+  // --drain-timeout 0: the call left running is stopped at SIGTERM instead of being given
+  // the default 30 s drain window.
+  const { proc, url, dataDir } = await startServe(t, { extraArgs: ['--fixtures', 'testing', '--drain-timeout', '0'] });
   const storage = `rocksdb:${join(dataDir, 'data')}`;
   const session = await openSession(url);
   const echoed = await post(url, call(2, 'echo', { text: 'seen by inspect' }), { session });
