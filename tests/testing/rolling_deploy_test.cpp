@@ -53,3 +53,42 @@ TEST_CASE("rolling deploy: killed calls fail fast with priming and the reaper, h
   }
 }
 // [example: incident-table]
+
+TEST_CASE("rolling deploy: each call is answered if it finished before its node went down, else failed at the first resume") {
+  McpClusterOptions options;
+  options.nodes = 3;
+  options.session.retry_ms = 500;
+  McpCluster cluster(options);
+  std::vector<std::int64_t> duration_ms;
+  for (int i = 0; i < 100; ++i) {
+    auto client = cluster.open_session(numbered("mixed-", i));
+    REQUIRE(client.ok());
+    duration_ms.push_back(1000 + (i * 379) % 15'000);  // 1 to 16 s, spread over the deploys
+    client->call("sleep", R"({"ms":)" + std::to_string(duration_ms.back()) + "}");
+  }
+  for (std::size_t node = 0; node < cluster.size(); ++node) {
+    cluster.advance(4'000);
+    REQUIRE(cluster.restart(node, node == 1 ? RestartKind::graceful : RestartKind::crash, 100).ok());
+  }
+  cluster.settle();
+  REQUIRE(cluster.deploys().size() == 3);
+  std::size_t answered = 0, failed = 0;
+  for (std::size_t i = 0; i < cluster.calls().size(); ++i) {
+    const auto& call = cluster.calls()[i];
+    CAPTURE(i);
+    std::int64_t down_at = cluster.deploys()[call.node].at_ms;
+    if (call.start_ms + duration_ms[i] <= down_at) {
+      ++answered;
+      CHECK(call.outcome.kind == OutcomeKind::answered);
+      CHECK(call.end_ms == call.start_ms + duration_ms[i]);
+      CHECK_FALSE(call.deploy_ms.has_value());
+    } else {
+      ++failed;
+      CHECK(call.outcome.reason == "server_restart");
+      CHECK(call.deploy_ms == down_at);
+      CHECK(call.end_ms == down_at + options.session.retry_ms);
+    }
+  }
+  CHECK(answered > 0);  // the workload does put calls on both sides of the deploys
+  CHECK(failed > 0);
+}
