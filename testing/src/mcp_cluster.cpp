@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "dorm/actors/boot_reaper.hpp"
+#include "dorm/actors/drain.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "mcp_cluster_impl.hpp"
@@ -114,6 +115,30 @@ void McpCluster::Impl::drop_connections(std::size_t node) {
   std::erase_if(connections, [](const auto& c) { return c->over; });
 }
 
+Result<void> McpCluster::Impl::drain(std::size_t node, std::int64_t window_ms, Deploy& deploy) {
+  Runtime& runtime = cluster->node(node);
+  std::optional<Error> error;
+  auto idle = [&] {
+    auto running = actors::running_calls(runtime);
+    if (!running) error = std::move(running).error();
+    return error || *running == 0;
+  };
+  // The window: the node's running calls go on (their streams too), nothing new comes in.
+  advance_until(now() + window_ms, idle);
+  bool done = idle();
+  if (error) return std::move(*error);
+  if (done) return {};
+  std::optional<actors::DrainReport> report;
+  auto sent = actors::drain_running_calls(runtime, [&report](actors::DrainReport r) { report = std::move(r); });
+  if (!sent) return sent;
+  run_until_idle();  // every session answers within the instant: nothing in a drain waits on time
+  if (report) {
+    deploy.drained_calls = report->calls;
+    deploy.drain_failures = report->failed;
+  }
+  return {};
+}
+
 McpCluster::McpCluster(McpClusterOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   impl_->run_until_idle();
 }
@@ -144,20 +169,25 @@ void McpCluster::settle() {
                        [this] { return pending() == 0; });
 }
 
-void McpCluster::take_down(std::size_t node, RestartKind kind) {
-  if (!impl_->cluster->up(node)) return;
+Result<void> McpCluster::take_down(std::size_t node, RestartKind kind, std::optional<std::int64_t> drain_ms) {
+  if (!impl_->cluster->up(node)) return {};
   impl_->accepting[node] = false;
-  Deploy deploy{node, kind, impl_->now()};
+  Deploy deploy{node, kind, impl_->now(), kind == RestartKind::graceful ? drain_ms : std::nullopt, 0, 0, 0};
   for (auto& call : impl_->calls) {
     if (call.node == node && call.outcome.kind == OutcomeKind::pending && !call.deploy_ms) {
       call.deploy_ms = deploy.at_ms;
     }
   }
+  if (deploy.drain_ms) {
+    if (auto ok = impl_->drain(node, *deploy.drain_ms, deploy); !ok) return ok;
+  }
   impl_->run_until_idle();
+  deploy.stopped_ms = impl_->now();
   impl_->cluster->take_down(node, kind);
   impl_->drop_connections(node);
   impl_->run_until_idle();
   impl_->deploys.push_back(deploy);
+  return {};
 }
 
 Result<void> McpCluster::bring_up(std::size_t node, std::optional<std::string> version_label) {
@@ -175,7 +205,14 @@ Result<void> McpCluster::bring_up(std::size_t node, std::optional<std::string> v
 
 Result<void> McpCluster::restart(std::size_t node, RestartKind kind, std::int64_t downtime_ms,
                                  std::optional<std::string> version_label) {
-  take_down(node, kind);
+  if (auto ok = take_down(node, kind); !ok) return ok;
+  if (downtime_ms > 0) advance(downtime_ms);
+  return bring_up(node, std::move(version_label));
+}
+
+Result<void> McpCluster::drain_and_restart(std::size_t node, std::int64_t drain_ms, std::int64_t downtime_ms,
+                                           std::optional<std::string> version_label) {
+  if (auto ok = take_down(node, RestartKind::graceful, drain_ms); !ok) return ok;
   if (downtime_ms > 0) advance(downtime_ms);
   return bring_up(node, std::move(version_label));
 }

@@ -72,6 +72,8 @@ struct McpCluster::Impl {
   void open(const std::shared_ptr<Connection>& c);
   // Every open connection to `node` drops (its process stopped).
   void drop_connections(std::size_t node);
+  // The drain window of a graceful restart, then server_draining for what still runs.
+  Result<void> drain(std::size_t node, std::int64_t window_ms, Deploy& deploy);
 
   // ---- client side (mcp_client.cpp) ----
   Result<std::size_t> open_session(std::string session_id);

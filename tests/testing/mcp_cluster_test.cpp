@@ -128,7 +128,7 @@ TEST_CASE("mcp cluster: a 2025-06-18 session gets no priming event, so its kille
 TEST_CASE("mcp cluster: a call to a node that is down is refused at once; after it is back it runs") {
   McpCluster cluster(options_with(true, true));
   auto client = session_on(cluster, 1);
-  cluster.take_down(1, RestartKind::graceful);
+  REQUIRE(cluster.take_down(1, RestartKind::graceful).ok());
   auto refused = client.call("sleep", sleep_args(100));
   CHECK(cluster.calls()[refused].outcome.kind == OutcomeKind::failed);
   CHECK(cluster.calls()[refused].outcome.reason == "connection_refused");
@@ -184,4 +184,48 @@ TEST_CASE("mcp cluster: a node that stops aborts its sessions' open response bod
     CHECK(body->closed());
     CHECK(body->take().abort);
   }
+}
+
+TEST_CASE("mcp cluster: a drain window answers the calls that finish in it; the rest fail with server_draining at its end") {
+  McpCluster cluster(options_with(true, true));
+  auto client = session_on(cluster, 0);
+  auto other = session_on(cluster, 0, "t-");
+  auto short_call = client.call("sleep", sleep_args(2000));
+  auto long_call = other.call("sleep", sleep_args(30'000));
+  cluster.advance(1000);
+  REQUIRE(cluster.drain_and_restart(0, /*drain_ms=*/5000).ok());
+  cluster.settle();
+  const auto& answered = cluster.calls()[short_call];
+  CHECK(answered.outcome.kind == OutcomeKind::answered);
+  CHECK(answered.end_ms - answered.start_ms == 2000);
+  CHECK(answered.deploy_ms == answered.start_ms + 1000);  // the deploy had begun: the drain let it finish
+  const auto& drained = cluster.calls()[long_call];
+  CHECK(drained.outcome.code == -32001);
+  CHECK(drained.outcome.reason == "server_draining");
+  CHECK(drained.after_deploy_ms() == 5000);  // at the end of the window, on its live stream
+  REQUIRE(cluster.deploys().size() == 1);
+  const auto& deploy = cluster.deploys()[0];
+  CHECK(deploy.drain_ms == 5000);
+  CHECK(deploy.stopped_ms - deploy.at_ms == 5000);
+  CHECK(deploy.drained_calls == 1);
+  CHECK(deploy.drain_failures == 0);
+  // The restarted node found nothing to reap: the client's resume after the error got 204
+  // and the session works.
+  auto later = other.call("sleep", sleep_args(10));
+  cluster.settle();
+  CHECK(cluster.calls()[later].outcome.kind == OutcomeKind::answered);
+}
+
+TEST_CASE("mcp cluster: a drain stops the node as soon as no call runs, and stops none") {
+  McpCluster cluster(options_with(true, true));
+  auto client = session_on(cluster, 0);
+  auto call = client.call("sleep", sleep_args(2500));
+  cluster.advance(1000);
+  REQUIRE(cluster.drain_and_restart(0, /*drain_ms=*/30'000).ok());
+  const auto& record = cluster.calls()[call];
+  CHECK(record.outcome.kind == OutcomeKind::answered);
+  CHECK(cluster.clock().now_ms() == record.end_ms);
+  REQUIRE(cluster.deploys().size() == 1);
+  CHECK(cluster.deploys()[0].stopped_ms - cluster.deploys()[0].at_ms == 1500);
+  CHECK(cluster.deploys()[0].drained_calls == 0);
 }

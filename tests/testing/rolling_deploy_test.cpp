@@ -54,6 +54,32 @@ TEST_CASE("rolling deploy: killed calls fail fast with priming and the reaper, h
 }
 // [example: incident-table]
 
+// [example: graceful-drain]
+TEST_CASE("rolling deploy: a drain window answers the calls that finish in it; the rest fail fast") {
+  McpClusterOptions options;
+  options.nodes = 3;
+  McpCluster cluster(options);
+  for (int i = 0; i < 100; ++i) {
+    auto client = cluster.open_session(numbered("session-", i));
+    REQUIRE(client.ok());
+    client->call("sleep", i % 2 == 0 ? R"({"ms":3000})" : R"({"ms":30000})");  // short, long
+  }
+  // Each node in turn stops taking connections, lets its running calls go on for up to
+  // 5 s, stops the rest with -32001 server_draining, and restarts (like SIGTERM and a
+  // successor with `dorm serve --drain-timeout 5`).
+  for (std::size_t node = 0; node < cluster.size(); ++node) {
+    REQUIRE(cluster.drain_and_restart(node, /*drain_ms=*/5'000).ok());
+  }
+  cluster.settle();
+
+  auto row = summarize(cluster.calls());
+  CHECK(row.answered == 50);                    // every 3 s call
+  CHECK(row.reasons["server_draining"] == 50);  // every 30 s call...
+  CHECK(*row.error_ms_max == 5'000);            // ...at the end of its node's window
+  CHECK(row.hung == 0);
+}
+// [example: graceful-drain]
+
 TEST_CASE("rolling deploy: each call is answered if it finished before its node went down, else failed at the first resume") {
   McpClusterOptions options;
   options.nodes = 3;

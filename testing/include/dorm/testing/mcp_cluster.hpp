@@ -2,7 +2,7 @@
 // that behave like the official TypeScript SDK client, all on one virtual clock: a test
 // opens sessions, starts tool calls, restarts nodes (crash, graceful, graceful with a
 // drain window) and advances time, then asserts what every client saw (call_outcome.hpp).
-// Hundreds of sessions and minutes of virtual time run in well under a second.
+// A hundred sessions and a minute of virtual time take well under a second of CPU.
 //
 // The clients speak to the session objects the way `dorm serve`'s HTTP endpoint does —
 // mcp::SessionCall messages answered through an mcp::Responder, a streamed body read from
@@ -17,8 +17,13 @@
 // What a deploy looks like to a client: a node that is down, or draining, refuses
 // connections (a POST then fails at once; a resume attempt counts as failed). When a node
 // stops, crashed or gracefully, every open connection to it drops: its streams end
-// without their answer, and the client resumes them by the rules above. Like `dorm serve`, a node that starts wakes the sessions with in-flight records so their
-// reaper runs before any client is back (actors/boot_reaper.hpp).
+// without their answer, and the client resumes them by the rules above. A graceful
+// restart with a drain window first stops taking connections and lets running calls
+// finish for that long (less once none is left); calls still running then are stopped by
+// their sessions with -32001 `server_draining` (actors/drain.hpp), delivered on their
+// streams before the node stops. Like `dorm serve`, a node that starts wakes the sessions
+// with in-flight records so their reaper runs before any client is back
+// (actors/boot_reaper.hpp).
 //
 // docs/runtime.md ("Rolling deploys on virtual time") has a worked example
 // (tests/testing/rolling_deploy_test.cpp). Single-threaded, like everything on virtual
@@ -64,6 +69,11 @@ struct Deploy {
   std::size_t node = 0;
   RestartKind kind = RestartKind::crash;
   std::int64_t at_ms = 0;  // the node stopped taking connections
+  std::optional<std::int64_t> drain_ms;  // graceful with a drain window of this length
+  // When the node stopped: at_ms, or later by the part of the drain window it used.
+  std::int64_t stopped_ms = 0;
+  std::size_t drained_calls = 0;   // calls the drain stopped with server_draining
+  std::size_t drain_failures = 0;  // sessions that did not answer the drain
 };
 
 class McpCluster;
@@ -111,8 +121,12 @@ class McpCluster {
   void settle();
 
   // The node stops taking connections, every pending call on it is marked as hit by this
-  // deploy, and it stops (crash or graceful); its open connections drop.
-  void take_down(std::size_t node, RestartKind kind);
+  // deploy, and it stops (crash or graceful); its open connections drop. Graceful with
+  // `drain_ms`: before it stops, running calls get up to that much virtual time to finish
+  // (the node stops as soon as none is left), then the rest are stopped with
+  // server_draining. Errors: the drain's (reading the in-flight index).
+  Result<void> take_down(std::size_t node, RestartKind kind,
+                         std::optional<std::int64_t> drain_ms = std::nullopt);
   // Starts the node (with `version_label`, a redeploy), wakes the sessions with in-flight
   // records (boot reaping, as `dorm serve` does), and takes connections again. Errors:
   // the start's.
@@ -120,6 +134,9 @@ class McpCluster {
   // take_down, `downtime_ms` of virtual time with the other nodes running, bring_up.
   Result<void> restart(std::size_t node, RestartKind kind, std::int64_t downtime_ms = 0,
                        std::optional<std::string> version_label = {});
+  // The same, graceful with a drain window of `drain_ms`.
+  Result<void> drain_and_restart(std::size_t node, std::int64_t drain_ms, std::int64_t downtime_ms = 0,
+                                 std::optional<std::string> version_label = {});
 
   VirtualClock& clock();
   std::size_t size() const;
