@@ -105,12 +105,17 @@ std::size_t Cluster::run_until_idle() {
   }
 }
 
-bool Cluster::run_until_next_timer() {
+std::optional<std::int64_t> Cluster::next_timer_ms() {
   std::optional<std::int64_t> next;
   for (auto& n : nodes_) {
     if (!n.runtime) continue;
     if (auto t = n.runtime->next_timer_ms(); t && (!next || *t < *next)) next = t;
   }
+  return next;
+}
+
+bool Cluster::run_until_next_timer() {
+  auto next = next_timer_ms();
   if (!next) return false;
   step_to(*next);
   return true;
@@ -134,11 +139,7 @@ void Cluster::step_to(std::int64_t at) {
 void Cluster::advance(std::int64_t ms) {
   std::int64_t until = clock_.now_ms() + ms;
   while (true) {
-    std::optional<std::int64_t> next;
-    for (auto& n : nodes_) {
-      if (!n.runtime) continue;
-      if (auto t = n.runtime->next_timer_ms(); t && (!next || *t < *next)) next = t;
-    }
+    auto next = next_timer_ms();
     if (!next || *next > until) break;
     step_to(*next);
   }

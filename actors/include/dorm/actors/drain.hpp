@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,15 @@ struct DrainReport {
 // be registered). Errors: the store's.
 Result<std::size_t> running_calls(Runtime& runtime);
 
-// Stops every running call as described above, waiting at most `bound` for the sessions'
-// answers. Real threads only (not on virtual time). Errors: reading the index, or
-// unavailable naming how long it waited.
+// Stops every running call as described above, and calls `done` once every session has
+// answered or failed, on whichever thread finished last; it does not wait, so it also
+// runs on virtual time (testing::McpCluster drains this way). Errors: reading the index
+// (then `done` is not called).
+Result<void> drain_running_calls(Runtime& runtime, std::function<void(DrainReport)> done,
+                                 std::size_t parallel = 64);
+
+// The same, waiting at most `bound` for the sessions' answers. Real threads only (not on
+// virtual time). Errors: reading the index, or unavailable naming how long it waited.
 Result<DrainReport> drain_running_calls(Runtime& runtime, std::chrono::milliseconds bound);
 
 }  // namespace dorm::actors

@@ -72,6 +72,8 @@ class Cluster {
   std::size_t run_until_idle();
   // Advances the clock to the earliest timer of any up node and runs; false if none.
   bool run_until_next_timer();
+  // When the earliest timer of any up node fires; none if no node has one.
+  std::optional<std::int64_t> next_timer_ms();
   // Advances the clock by `ms`, running timers in order on the way.
   void advance(std::int64_t ms);
 
