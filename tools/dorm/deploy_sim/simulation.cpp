@@ -166,7 +166,10 @@ class Deployer {
     if (!started) co_return std::move(started).error();
     current_ = std::move(started).value();
     auto port = co_await current_->ready(Clock::now() + kStartWait);
-    if (!port) co_return failed("did not turn ready", *current_);
+    if (!port) {
+      auto error = co_await failed_start("did not turn ready", *current_);
+      co_return error;
+    }
     port_ = *port;
     co_return Result<void>{};
   }
@@ -201,6 +204,13 @@ class Deployer {
 
   static Error failed(const std::string& what, const ServerProcess& p) {
     return Error{ErrorCode::io_error, "dorm serve " + what + ": " + p.describe()};
+  }
+
+  // A server that did not start has usually exited: its status goes in the message.
+  static asio::awaitable<Error> failed_start(const char* what, ServerProcess& p) {
+    auto exited = co_await p.exited(Clock::now() + milliseconds(500));
+    (void)exited;
+    co_return failed(what, p);
   }
 
   std::chrono::milliseconds drain_bound() const {
@@ -243,7 +253,10 @@ class Deployer {
 
   asio::awaitable<Result<void>> successor_ready() {
     auto port = co_await current_->ready(Clock::now() + kStartWait);
-    if (!port) co_return failed("(the successor) did not turn ready", *current_);
+    if (!port) {
+      auto error = co_await failed_start("(the successor) did not turn ready", *current_);
+      co_return error;
+    }
     co_return Result<void>{};
   }
 
