@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstdio>
+#include <type_traits>
 
 namespace dorm::deploy_sim {
 namespace {
@@ -110,47 +112,62 @@ std::string format_markdown(const ReportHeader& header, const std::vector<RowSum
 
 namespace {
 
-void write_ms(rapidjson::Writer<rapidjson::StringBuffer>& w, const std::optional<double>& ms) {
-  if (ms) {
-    w.Double(std::round(*ms * 10) / 10);
-  } else {
-    w.Null();
-  }
-}
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
-void write_row(rapidjson::Writer<rapidjson::StringBuffer>& w, const RowSummary& r) {
+// Writes members of the object being written, one `"key": value` per call.
+class Members {
+ public:
+  explicit Members(JsonWriter& w) : w_(w) {}
+
+  template <std::integral T>
+  Members& operator()(const char* key, T value) {
+    w_.Key(key);
+    if constexpr (std::is_unsigned_v<T>) {
+      w_.Uint64(value);
+    } else {
+      w_.Int64(value);
+    }
+    return *this;
+  }
+  Members& operator()(const char* key, double value) {
+    w_.Key(key);
+    w_.Double(value);
+    return *this;
+  }
+  Members& operator()(const char* key, const std::string& value) {
+    w_.Key(key);
+    w_.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
+    return *this;
+  }
+  // Milliseconds to a tenth, or null when unset.
+  Members& operator()(const char* key, const std::optional<double>& ms) {
+    w_.Key(key);
+    if (ms) {
+      w_.Double(std::round(*ms * 10) / 10);
+    } else {
+      w_.Null();
+    }
+    return *this;
+  }
+
+ private:
+  JsonWriter& w_;
+};
+
+void write_row(JsonWriter& w, const RowSummary& r) {
   w.StartObject();
-  w.Key("variant");
-  w.String(r.key.variant.c_str());
-  w.Key("mode");
-  w.String(r.key.mode.c_str());
-  w.Key("retry_ms");
-  w.Int64(r.key.retry_ms);
-  w.Key("restart_gap_ms");
-  w.Int64(r.key.restart_gap_ms);
-  w.Key("calls");
-  w.Int(r.calls);
-  w.Key("answered");
-  w.Int(r.answered);
-  w.Key("failed_fast");
-  w.Int(r.failed_fast);
-  w.Key("hung");
-  w.Int(r.hung);
-  w.Key("error_ms_p50");
-  write_ms(w, r.error_ms_p50);
-  w.Key("error_ms_p99");
-  write_ms(w, r.error_ms_p99);
+  Members m(w);
+  m("variant", r.key.variant)("mode", r.key.mode);
+  m("retry_ms", r.key.retry_ms)("restart_gap_ms", r.key.restart_gap_ms);
+  m("calls", r.calls)("answered", r.answered)("failed_fast", r.failed_fast)("hung", r.hung);
+  m("error_ms_p50", r.error_ms_p50)("error_ms_p99", r.error_ms_p99);
   w.Key("reasons");
   w.StartObject();
   auto reasons = r.reasons;
   for (const char* named : kNamedReasons) reasons.try_emplace(named, 0);
-  for (const auto& [reason, n] : reasons) {
-    w.Key(reason.c_str(), static_cast<rapidjson::SizeType>(reason.size()));
-    w.Int(n);
-  }
+  for (const auto& [reason, n] : reasons) m(reason.c_str(), n);
   w.EndObject();
-  w.Key("unanswered_ms_max");
-  write_ms(w, r.unanswered_ms_max);
+  m("unanswered_ms_max", std::optional<double>(r.unanswered_ms_max));
   w.EndObject();
 }
 
@@ -158,27 +175,17 @@ void write_row(rapidjson::Writer<rapidjson::StringBuffer>& w, const RowSummary& 
 
 std::string format_json(const ReportHeader& h, const std::vector<RowSummary>& rows) {
   rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  JsonWriter w(buffer);
   w.StartObject();
-  w.Key("version");
-  w.String(h.version.c_str());
-  w.Key("seed");
-  w.Uint64(h.seed);
-  w.Key("sessions");
-  w.Int(h.sessions);
-  w.Key("calls_per_session");
-  w.Int(h.calls_per_session);
-  w.Key("deploys");
-  w.Int(h.deploys);
+  Members m(w);
+  m("version", h.version)("seed", h.seed);
+  m("sessions", h.sessions)("calls_per_session", h.calls_per_session)("deploys", h.deploys);
   w.Key("call_ms");
   w.StartArray();
   w.Int64(h.call_ms_min);
   w.Int64(h.call_ms_max);
   w.EndArray();
-  w.Key("client_timeout_s");
-  w.Double(h.client_timeout_s);
-  w.Key("drain_timeout_s");
-  w.Double(h.drain_timeout_s);
+  m("client_timeout_s", h.client_timeout_s)("drain_timeout_s", h.drain_timeout_s);
   w.Key("rows");
   w.StartArray();
   for (const auto& r : rows) write_row(w, r);
