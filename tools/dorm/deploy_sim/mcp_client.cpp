@@ -18,6 +18,8 @@ namespace asio = boost::asio;
 
 namespace {
 constexpr const char* kProtocolVersion = "2025-11-25";
+// How long the notifications/cancelled of a timed-out call may take to be sent.
+constexpr auto kCancelWait = std::chrono::seconds(5);
 // The standalone stream lives until close(); this stands for "no deadline".
 constexpr auto kForever = std::chrono::hours(24 * 365);
 
@@ -164,6 +166,7 @@ asio::awaitable<void> McpClient::call(std::int64_t id, std::string tool, std::st
   if (!answer.response) {
     if (answer.timed_out) {
       settle(Outcome{OutcomeKind::hung, 0, {}});
+      co_await send_cancel(id);
     } else {
       settle(Outcome{OutcomeKind::failed, 0, "no response to the POST (" + answer.error + ")"});
     }
@@ -184,7 +187,19 @@ asio::awaitable<void> McpClient::call(std::int64_t id, std::string tool, std::st
   if (!settled) {
     co_await closing_.until([this] { return closed_; }, deadline);
     settle(Outcome{OutcomeKind::hung, 0, {}});
+    co_await send_cancel(id);
   }
+}
+
+// What the SDK client does at its own request timeout: it tells the server it gave up.
+// Nothing waits for the answer (202, or nothing from a server that is gone).
+asio::awaitable<void> McpClient::send_cancel(std::int64_t id) {
+  if (closed_) co_return;
+  std::string params = R"({"requestId":)" + std::to_string(id) +
+                       R"(,"reason":"McpError: MCP error -32001: Request timed out"})";
+  HttpAnswer answer = co_await http_.send(
+      post(mcp::notification("notifications/cancelled", params)), Clock::now() + kCancelWait);
+  (void)answer;
 }
 
 asio::awaitable<std::string> McpClient::initialize(Clock::time_point deadline) {

@@ -1,13 +1,13 @@
 // McpClient: one simulated MCP client session that behaves, on the wire, like the official
-// TypeScript SDK client (1.32.2) with its default options — the client whose users saw
-// the incident: `initialize`, `notifications/initialized`, the standalone GET stream, and
-// tool calls answered on SSE streams that are resumed after a drop exactly as
-// client_rules.hpp states (priming id or GET stream, `retry:` or backoff, two attempts,
-// only a result stops it). tests/e2e/deploy_sim.test.mjs runs the same case with the real
-// SDK client and checks both see the same outcomes.
+// TypeScript SDK client (1.32.2) with its default options: `initialize`,
+// `notifications/initialized`, the standalone GET stream, and tool calls answered on SSE
+// streams that are resumed after a drop exactly as client_rules.hpp states (priming id or
+// GET stream, `retry:` or backoff, two attempts, only a result stops it).
+// tests/e2e/deploy_sim.test.mjs runs the same case with the real SDK client and checks
+// that both see the same outcomes.
 //
-// It does not re-initialize on 404 and sends no `notifications/cancelled` at its timeout,
-// as the SDK client does not either (the first) or as nothing observes (the second).
+// Like the SDK client, it does not re-initialize after a 404, and at its own timeout it
+// sends `notifications/cancelled` for the call.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -62,6 +62,7 @@ class McpClient {
   boost::asio::awaitable<std::unique_ptr<HttpResponse>> reconnect(
       const std::optional<std::string>& last_event_id, Clock::time_point deadline);
   boost::asio::awaitable<void> standalone_stream();
+  boost::asio::awaitable<void> send_cancel(std::int64_t id);
   boost::asio::awaitable<std::string> initialize(Clock::time_point deadline);
   HttpRequest post(std::string body) const;
   HttpRequest get(const std::optional<std::string>& last_event_id) const;
