@@ -112,6 +112,7 @@ caf::behavior McpSession::behavior() {
       [this](const SessionCall& call) { handle(call); },
       // Nothing to do: activating ran on_start, which reaped. Not client activity.
       [](const mcp::SessionWake&) { return true; },
+      [this](const mcp::SessionDrain&) { return drain(); },
       [this](const mcp::ResourceUpdated& update) { on_resource_updated(update); },
       // Code mode: a resume forwarded by another session, and the answer to one.
       [this](const ForwardedResume& request) {

@@ -87,6 +87,9 @@ class McpSession : public DurableObject {
   void open_standalone(const mcp::SessionCall& call);
   // notifications/cancelled.
   void cancel(const mcp::Message& notification);
+  // SessionDrain: stops every running call with the server_draining error and ends every
+  // open connection; returns how many calls it stopped.
+  std::uint64_t drain();
   // Sends framed SSE bytes to the stream's open connection, if any, after this turn
   // commits; `end` ends that connection's response.
   void deliver(std::uint64_t stream, std::string bytes, bool end);

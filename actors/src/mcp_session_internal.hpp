@@ -304,18 +304,15 @@ class McpSession::CallContext : public mcp::ToolContext,
 
   // notifications/cancelled: the work stops and no response is sent. The journal record
   // goes now, in the batch that (for a one-request stream) also ends the stream.
-  void cancel() {
-    if (finished_) return;
-    finished_ = true;
-    if (on_cancel) on_cancel();
-    session_.calls_.erase(id_.to_key());
-    session_.drop_client_requests(id_.to_key());
-    session_.journal_del(id_);
-    --exchange_->outstanding;
-    session_.complete(exchange_);
-  }
+  void cancel() { stop(std::nullopt); }
+
+  // The server is draining and the call ran out of time: the work stops and the call is
+  // answered with `error_response` (the reaper's error, reason server_draining), stored
+  // in the batch that deletes its journal record, as a reaped call's would be.
+  void interrupt(std::string error_response) { stop(std::move(error_response)); }
 
   bool finished() const override { return finished_; }
+  const mcp::RequestId& request_id() const { return id_; }
   // The session's code mode, if on.
   Code* code() const { return session_.code_.get(); }
 
@@ -334,6 +331,21 @@ class McpSession::CallContext : public mcp::ToolContext,
  private:
   McpSession& session_;
   const mcp::ToolRegistry::Entry& tool_;
+  void stop(std::optional<std::string> final_response) {
+    if (finished_) return;
+    finished_ = true;
+    if (on_cancel) on_cancel();
+    session_.calls_.erase(id_.to_key());
+    session_.drop_client_requests(id_.to_key());
+    if (final_response) {
+      session_.emit(*exchange_, std::move(*final_response), id_);  // the record goes with it
+    } else {
+      session_.journal_del(id_);
+    }
+    --exchange_->outstanding;
+    session_.complete(exchange_);
+  }
+
   std::shared_ptr<Exchange> exchange_;
   mcp::RequestId id_;
   std::string arguments_;

@@ -3,6 +3,7 @@
 #include <caf/send.hpp>
 
 #include "dorm/mcp/protocol_version.hpp"
+#include "dorm/mcp/reaper.hpp"
 #include "dorm/mcp/sse_sink.hpp"
 #include "dorm/runtime/log.hpp"
 #include "mcp_session_code.hpp"
@@ -195,6 +196,30 @@ void McpSession::on_idle_alarm() {
   set_alarm(session_keys::kIdleAlarm, last + options_.session_ttl.count()).value_or_throw();
   log::debug("session_disposed", {{"session", session_id_}, {"idle_ms", now - last}, {"row", decision.row}});
   dispose();
+}
+
+
+std::uint64_t McpSession::drain() {
+  // Interrupting a call finishes it (and erases it from calls_): take them all first.
+  std::vector<std::shared_ptr<CallContext>> running;
+  for (auto& [key, weak] : calls_) {
+    if (auto context = weak.lock()) running.push_back(std::move(context));
+  }
+  for (auto& call : running) {
+    call->interrupt(mcp::interrupted_error(call->request_id(), mcp::ReapReason::server_draining,
+                                           epoch().generation));
+  }
+  // What is still open (the standalone GET, a resumed stream whose calls finished in
+  // this turn ended above) ends cleanly: the client resumes against the successor.
+  for (auto& [stream, connection] : connections_) {
+    after_commit([connection] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+  }
+  connections_.clear();
+  if (!running.empty()) {
+    log::info("session_drained", {{"session", session_id_},
+                                  {"calls", static_cast<std::int64_t>(running.size())}});
+  }
+  return running.size();
 }
 
 }  // namespace dorm::actors

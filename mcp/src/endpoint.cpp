@@ -94,6 +94,13 @@ void McpEndpoint::handle(HttpRequest request, Respond respond) const {
       // Only initialize may come without a session: anything else (a stateless client's
       // server/discover probe, a stray notification) gets an ordinary 400.
       if (!facts.initialize) return respond(to_response(Rejection::pre_initialize()));
+      if (draining_.load(std::memory_order_acquire)) {
+        auto refusal = json_error(503, kTransportError,
+                                  "this server is shutting down and takes no new sessions; "
+                                  "connect again");
+        refusal.headers.emplace_back("Retry-After", "1");
+        return respond(std::move(refusal));
+      }
       auto minted = new_session_id();
       if (!minted) return respond(json_error(500, kInternalError, minted.error().message));
       call.kind = SessionCall::Kind::initialize;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -32,14 +33,21 @@ using tcp = net::ip::tcp;
 // The socket send buffer of a streamed response (Linux doubles it).
 constexpr int kStreamSendBuffer = 64 * 1024;
 
+class Connection;
+
 // What a request needs from the server; outlives every connection.
 struct ServerState {
   HttpServer::Options options;
   std::atomic<bool> ready{false};
+  // Set once by begin_drain(): every response ends its connection from then on.
+  std::atomic<bool> draining{false};
   std::mutex mutex;  // guards the two below
   Handler handler;
   // Requests to the endpoint that arrived before the handler was set, in arrival order.
   std::vector<std::pair<HttpRequest, Respond>> waiting;
+  // Every live connection, so a drain or a stop can reach the idle ones.
+  std::mutex connections_mutex;
+  std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;
 };
 
 http::response<http::string_body> plain_response(unsigned version, bool keep_alive,
@@ -112,11 +120,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection() {
     // The server stopped with a stream open: its writer must learn it is over.
     if (body_) body_->close();
+    std::lock_guard lock(state_->connections_mutex);
+    state_->connections.erase(this);
   }
 
   void start() {
+    {
+      std::lock_guard lock(state_->connections_mutex);
+      state_->connections.emplace(this, weak_from_this());
+    }
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
   }
+
+  // The server is draining (on the connection's strand): a connection waiting for its
+  // next request closes now; one busy with a request closes after its response. A
+  // request whose first bytes already arrived (not yet read) counts as busy: it is
+  // answered, not dropped.
+  void drain_now() {
+    if (!idle_) return;
+    beast::error_code ec;
+    if (stream_.socket().available(ec) == 0 || ec) close();
+  }
+
+  // The server is stopping: close now, whatever the connection is doing.
+  void abort_now() { close(); }
+
+  net::any_io_executor executor() { return stream_.get_executor(); }
 
  private:
   const HttpServer::Options& options() const { return state_->options; }
@@ -131,10 +160,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     head_.reset();
     head_method_ = false;
     if (buffer_.size() > 0) return read_header();
+    // A draining server takes no new request on a kept-alive connection: the client opens
+    // a new one, which reaches the successor.
+    if (state_->draining.load(std::memory_order_acquire)) return close();
     // Idle: wait for the first byte of the next request under the idle timeout.
+    idle_ = true;
     stream_.expires_after(options().idle_timeout);
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->idle_ = false;
                               if (ec) return self->close();
                               self->buffer_.commit(n);
                               self->read_header();
@@ -287,6 +321,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void write(http::response<http::string_body> res) {
     response_ = std::move(res);
+    if (state_->draining.load(std::memory_order_acquire)) response_.keep_alive(false);
     // HEAD, on every path: the GET's headers (Content-Length included) and no body. A body
     // would be read by a pipelining client as the start of its next response.
     if (head_method_) response_.body().clear();
@@ -309,6 +344,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void start_stream(HttpResponse&& r, unsigned version, bool keep_alive) {
     body_ = std::move(r.stream);
+    keep_alive = keep_alive && !state_->draining.load(std::memory_order_acquire);
     stream_keep_alive_ = keep_alive;
     auto head = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(r.status), version);
     head->set(http::field::server, "dorm");
@@ -398,7 +434,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void after_stream() {
-    if (!stream_keep_alive_) return linger();
+    if (!stream_keep_alive_ || state_->draining.load(std::memory_order_acquire)) return linger();
     read();
   }
 
@@ -448,17 +484,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool stream_keep_alive_ = false;
   bool writing_ = false;
   bool watching_ = false;
+  bool idle_ = false;  // waiting for the first byte of the next request
 };
 
 }  // namespace
 
 struct HttpServer::Impl {
   net::io_context ioc;
+  // The I/O threads run until the server is destroyed, even with no connection and the
+  // listener closed (a draining server still posts to them).
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   tcp::acceptor acceptor{net::make_strand(ioc)};
   std::shared_ptr<ServerState> state = std::make_shared<ServerState>();
   ListenAddress local;
   std::vector<std::thread> threads;
   bool listener_closed = false;  // only touched on the acceptor's strand
+
+  // Runs `fn` on each live connection's strand.
+  template <typename Fn>
+  void each_connection(Fn fn) {
+    std::vector<std::shared_ptr<Connection>> live;
+    {
+      std::lock_guard lock(state->connections_mutex);
+      live.reserve(state->connections.size());
+      for (auto& [_, weak] : state->connections) {
+        if (auto c = weak.lock()) live.push_back(std::move(c));
+      }
+    }
+    for (auto& c : live) net::dispatch(c->executor(), [c, fn] { fn(*c); });
+  }
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -500,6 +554,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options) {
   if (acceptor.set_option(net::socket_base::reuse_address(true), ec); ec) {
     return Error{ErrorCode::io_error, "cannot set SO_REUSEADDR: " + ec.message()};
   }
+  if (options.reuse_port) {
+    using reuse_port = net::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    if (acceptor.set_option(reuse_port(true), ec); ec) {
+      return Error{ErrorCode::io_error, "cannot set SO_REUSEPORT: " + ec.message()};
+    }
+  }
   if (acceptor.bind(endpoint, ec); ec) {
     return Error{ErrorCode::io_error, "cannot bind " + where + ": " + ec.message()};
   }
@@ -517,10 +577,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options) {
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-HttpServer::~HttpServer() {
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::stop() {
+  if (impl_->threads.empty()) return;
   close_listener();
+  close_connections();
+  impl_->work.reset();
   impl_->ioc.stop();
   for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
 }
 
 ListenAddress HttpServer::local_address() const { return impl_->local; }
@@ -553,6 +619,22 @@ void HttpServer::close_listener() {
     done.set_value();
   });
   closed.wait();
+}
+
+void HttpServer::begin_drain() {
+  impl_->state->ready.store(false, std::memory_order_release);
+  impl_->state->draining.store(true, std::memory_order_release);
+  close_listener();
+  impl_->each_connection([](Connection& c) { c.drain_now(); });
+}
+
+void HttpServer::close_connections() {
+  impl_->each_connection([](Connection& c) { c.abort_now(); });
+}
+
+std::size_t HttpServer::open_connections() const {
+  std::lock_guard lock(impl_->state->connections_mutex);
+  return impl_->state->connections.size();
 }
 
 }  // namespace dorm::mcp

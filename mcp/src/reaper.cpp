@@ -22,6 +22,8 @@ std::string_view to_string(ReapReason reason) {
       return "server_restart";
     case ReapReason::session_reset:
       return "session_reset";
+    case ReapReason::server_draining:
+      return "server_draining";
   }
   return "unknown";
 }
@@ -36,12 +38,21 @@ std::string interrupted_error(const RequestId& request, ReapReason reason,
   // Our own words. It states what is known (the work stopped, nobody knows how far it
   // got) and what to do (look before doing it again); it never suggests a retry, which
   // could repeat a side effect that already happened.
-  std::string message =
-      reason == ReapReason::server_restart
-          ? "The server restarted while this request was running, so its work was "
-            "interrupted and its outcome is unknown"
-          : "This session was reset while this request was running, so its work was "
-            "interrupted and its outcome is unknown";
+  std::string message;
+  switch (reason) {
+    case ReapReason::server_restart:
+      message = "The server restarted while this request was running, so its work was "
+                "interrupted and its outcome is unknown";
+      break;
+    case ReapReason::session_reset:
+      message = "This session was reset while this request was running, so its work was "
+                "interrupted and its outcome is unknown";
+      break;
+    case ReapReason::server_draining:
+      message = "The server was shutting down for a deploy and this request did not finish "
+                "within its drain window, so its work was stopped and its outcome is unknown";
+      break;
+  }
   message +=
       ": it may have finished in part or in full, and its side effects may already have "
       "happened. Check the current state before running it again.";

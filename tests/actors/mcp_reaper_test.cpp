@@ -578,3 +578,66 @@ TEST_CASE("reaper: a call waiting on the client's elicitation answer when the pr
   CHECK(f.journal_records(s) == 0);
   f.expected_active = 1;
 }
+
+TEST_CASE("drain: running calls stop with -32001 server_draining on their live streams, which end; a restart reaps nothing") {
+  ReaperFixture f;
+  const std::string s = "s-drain-000000001";
+  f.initialize(s);
+  auto first = f.post_async(s, sleep_call("21", 30'000));
+  auto second = f.post_async(s, sleep_call("22", 30'000));
+  REQUIRE(first->has_value());
+  REQUIRE(second->has_value());
+  REQUIRE(f.inflight() == 2);
+  const auto generation = f.runtime->generation();
+
+  auto tell_drain = [&f, &s] {
+    std::optional<std::uint64_t> stopped;
+    auto handle = f.runtime->get(f.runtime->id_from_name(actors::kMcpSessionNamespace, s));
+    REQUIRE(handle.ok());
+    f.runtime->request(
+        *handle,
+        [&stopped](caf::expected<caf::message> r) {
+          REQUIRE(r);
+          REQUIRE(r->match_elements<std::uint64_t>());
+          stopped = r->get_as<std::uint64_t>(0);
+        },
+        mcp::SessionDrain{});
+    f.runtime->run_until_idle();
+    REQUIRE(stopped);
+    return *stopped;
+  };
+  CHECK(tell_drain() == 2);
+  // Each live stream got its error and then its end, as a client reading it sees.
+  std::int64_t id = 21;
+  for (auto* pending : {first.get(), second.get()}) {
+    auto& response = **pending;
+    drain(response);
+    auto ev = events(response.body);
+    REQUIRE(ev.size() == 1);
+    check_interrupted(ev[0], id++, "server_draining", generation);
+    CHECK(response.stream->closed());
+  }
+  CHECK(f.inflight() == 0);
+  CHECK(f.journal_records(s) == 0);
+  CHECK(tell_drain() == 0);  // nothing left to stop
+
+  // The stopped sleeps do no more work: their streams hold the error and nothing after it.
+  f.run_until(f.clock.now_ms() + 60'000);
+  auto streams = f.streams(s);
+  REQUIRE(streams.size() == 2);
+  for (auto stream : streams) CHECK(f.stored(s, stream).size() == 1);
+
+  // The successor finds nothing to reap, and a resume replays the drain's error.
+  f.crash_and_start();
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":3,"method":"ping"})").status == 200);
+  CHECK(f.tracer.spans_named(mcp::kRestartReapSpan).empty());
+  for (auto stream : streams) {
+    auto ev = f.stored(s, stream);
+    REQUIRE(ev.size() == 1);
+    CHECK(std::string(ev[0]["error"]["data"]["reason"].GetString()) == "server_draining");
+  }
+  auto resumed = f.resume(s, mcp::EventId{streams[0], 0});
+  CHECK(resumed.status == 200);
+  CHECK(resumed.body.find("server_draining") != std::string::npos);
+  f.expected_active = 1;
+}

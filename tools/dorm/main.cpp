@@ -59,7 +59,10 @@ CLI::AsNumberWithUnit duration_with_units(std::map<std::string, std::int64_t> un
 
 struct ServeCommandLine {
   dorm::tools::ServeOptions serve;
-  double lock_wait_s = 10;  // --lock-wait is given in seconds, ServeOptions holds milliseconds
+  // Given in seconds; ServeOptions holds milliseconds.
+  double lock_wait_s = 45;
+  double drain_timeout_s = 30;
+  double shutdown_grace_s = 5;
 };
 
 // Where dorm serve listens, what it stores, who may call and what it offers.
@@ -83,6 +86,19 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
                  "Seconds to wait for another process's storage lock")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  cmd.add_option("--drain-timeout", line.drain_timeout_s,
+                 "At SIGTERM, seconds running calls may take to finish before they are "
+                 "answered with a server_draining error (0: at once; a second SIGTERM cuts "
+                 "it short)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd.add_option("--shutdown-grace", line.shutdown_grace_s,
+                 "Seconds the stop may take after the drain before the process exits regardless")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd.add_flag("--reuse-port", serve.reuse_port,
+               "Bind with SO_REUSEPORT, so a successor can bind the same port while this "
+               "server drains (rolling deploys)");
   cmd.add_option("--fixtures", serve.fixtures,
                  "Fixture tool sets to offer (comma-separated): testing, conformance")
       ->delimiter(',');
@@ -148,8 +164,12 @@ Subcommand add_serve(CLI::App& app) {
       ->group("");
   cmd->add_flag("!--no-priming", line->serve.priming, "Send no priming events")->group("");
   return {cmd, [line] {
-            line->serve.lock_wait =
-                std::chrono::milliseconds(static_cast<long>(line->lock_wait_s * 1000));
+            auto ms = [](double seconds) {
+              return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+            };
+            line->serve.lock_wait = ms(line->lock_wait_s);
+            line->serve.drain_timeout = ms(line->drain_timeout_s);
+            line->serve.shutdown_grace = ms(line->shutdown_grace_s);
             return dorm::tools::serve(line->serve);
           }};
 }

@@ -15,6 +15,7 @@
 #include "dorm/actors/approval_page.hpp"
 #include "dorm/actors/boot_reaper.hpp"
 #include "dorm/actors/code_mode.hpp"
+#include "dorm/actors/drain.hpp"
 #include "dorm/engine/pool.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
@@ -31,9 +32,10 @@
 namespace dorm::tools {
 namespace {
 
-// Waits for signals on a thread of its own: SIGTERM and SIGINT stop the server, SIGHUP
-// reloads. The signals are blocked in every thread (the mask is inherited), so sigwait
-// here is the only place they arrive.
+// Waits for signals on a thread of its own: the first SIGTERM or SIGINT starts a graceful
+// stop (a drain), a second one cuts the drain short; SIGHUP reloads. The signals are
+// blocked in every thread (the mask is inherited), so sigwait here is the only place they
+// arrive.
 class Signals {
  public:
   Signals() {
@@ -44,7 +46,8 @@ class Signals {
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
   }
 
-  // `on_stop` runs on the signal thread before waiters are woken; `on_hup` at each SIGHUP.
+  // `on_stop` runs on the signal thread at the first stop signal, before waiters are
+  // woken; `on_hup` at each SIGHUP.
   void start(std::function<void()> on_stop, std::function<void()> on_hup) {
     thread_ = std::thread([this, on_stop = std::move(on_stop), on_hup = std::move(on_hup)] {
       for (;;) {
@@ -56,12 +59,17 @@ class Signals {
           on_hup();
           continue;
         }
-        log::info("signal_received", {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"}});
-        on_stop();
+        const char* name = signal == SIGTERM ? "SIGTERM" : "SIGINT";
         std::lock_guard lock(mutex_);
-        stopped_ = true;
+        if (!stopped_) {
+          log::info("signal_received", {{"signal", name}});
+          on_stop();
+          stopped_ = true;
+        } else if (!forced_) {
+          log::info("signal_received", {{"signal", name}, {"effect", "drain cut short"}});
+          forced_ = true;
+        }
         cv_.notify_all();
-        return;
       }
     });
   }
@@ -82,12 +90,18 @@ class Signals {
     return cv_.wait_for(lock, d, [this] { return stopped_; });
   }
 
+  // Waits at most `d` for a second stop signal; true if one came.
+  bool wait_for_second(std::chrono::milliseconds d) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, d, [this] { return forced_; });
+  }
+
   ~Signals() {
-    // A start-up failure returns before any signal: wake sigwait with one of our own,
-    // flagged so that the callbacks (which may touch objects already destroyed) are skipped.
+    // Wake sigwait with a signal of our own, flagged so that the callbacks (which may
+    // touch objects already destroyed) are skipped.
     if (thread_.joinable()) {
       exiting_.store(true);
-      if (!stop_requested()) pthread_kill(thread_.native_handle(), SIGTERM);
+      pthread_kill(thread_.native_handle(), SIGHUP);
       thread_.join();
     }
   }
@@ -97,8 +111,50 @@ class Signals {
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool stopped_ = false;
+  bool stopped_ = false;  // a first stop signal came
+  bool forced_ = false;   // a second one came
   std::atomic<bool> exiting_{false};
+};
+
+// Bounds a graceful stop: if the process has not finished stopping by `deadline`, logs
+// what it abandoned and exits at once. Everything a client was told is done is already
+// committed (durably, for the store's durability), so exiting loses nothing; the next
+// start finds no clean-shutdown marker and reaps what was still running.
+class StopWatchdog {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void arm(Clock::time_point deadline) {
+    thread_ = std::thread([this, deadline] {
+      std::unique_lock lock(mutex_);
+      if (cv_.wait_until(lock, deadline, [this] { return done_; })) return;
+      log::error("shutdown_forced",
+                 {{"stage", stage_}, {"effect", "exiting without finishing this stage"}});
+      std::_Exit(0);  // the log flushes at warn and above
+    });
+  }
+
+  // What the stop is doing now, for the log if it has to give up.
+  void stage(std::string what) {
+    std::lock_guard lock(mutex_);
+    stage_ = std::move(what);
+  }
+
+  ~StopWatchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string stage_ = "draining";
 };
 
 // Opens storage, retrying while another process holds its lock (a predecessor that is
@@ -180,6 +236,7 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
   mcp::HttpServer::Options http;
   http.listen = listen;
   http.io_threads = options.http_threads;
+  http.reuse_port = options.reuse_port;
   // Who is calling is checked before a body is read, from the first request on (policy
   // and tokens outlive the server: they are declared before it).
   http.check_head = [policy](const mcp::HttpRequest& head) {
@@ -307,11 +364,63 @@ void reap_at_boot(Runtime& runtime) {
   }
 }
 
+// (b) of a graceful stop: running calls go on until none is left, the drain window ends or
+// a second stop signal comes. Returns how many are still running (0 when unknown).
+std::size_t let_calls_finish(Runtime& runtime, std::chrono::steady_clock::time_point deadline,
+                             Signals& signals) {
+  for (bool first = true;; first = false) {
+    auto running = actors::running_calls(runtime);
+    if (!running) {
+      log::error("drain_failed", {{"error", running.error().describe()}});
+      return 0;
+    }
+    auto left = deadline - std::chrono::steady_clock::now();
+    if (first) {
+      log::info("drain_started",
+                {{"running_calls", static_cast<std::int64_t>(*running)},
+                 {"drain_timeout_ms",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(left).count()}});
+    }
+    if (*running == 0 || left <= left.zero()) return *running;
+    auto step = std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(50));
+    if (signals.wait_for_second(std::chrono::ceil<std::chrono::milliseconds>(step))) {
+      return *running;
+    }
+  }
+}
+
+// (c) of a graceful stop: the calls still running are stopped and answered with the
+// server_draining error, which goes out on their live streams; connections then close.
+void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::milliseconds bound) {
+  auto drained = actors::drain_running_calls(runtime, bound);
+  if (!drained) {
+    log::error("drain_failed", {{"error", drained.error().describe()}});
+  } else {
+    log::info("drain_stopped_calls", {{"calls", static_cast<std::int64_t>(drained->calls)},
+                                       {"sessions", static_cast<std::int64_t>(drained->sessions)},
+                                       {"failed", static_cast<std::int64_t>(drained->failed)}});
+    for (const auto& e : drained->errors) log::warn("drain_session_failed", {{"error", e}});
+  }
+  // Answered streams end on their own and their connections close (the server drains);
+  // give their last bytes a moment to go out, then close whatever is left.
+  auto until = std::chrono::steady_clock::now() + std::min(bound, std::chrono::milliseconds(1000));
+  while (srv.open_connections() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (auto left = srv.open_connections(); left > 0) {
+    log::info("closing_connections", {{"connections", static_cast<std::int64_t>(left)}});
+  }
+  srv.close_connections();
+}
+
 // 4. Serve /mcp: requests that waited since the bind go through now, until a stop signal.
-// Then sessions finish and answer first; their answers go out through the still-running
-// server, which stops after them.
+// Then the graceful stop (docs/mcp.md#graceful-drain): (a) the server drains (done by the
+// signal handler: no new connections or sessions, /readyz 503, idle connections closed),
+// (b) running calls finish within the drain window, (c) the rest are answered with
+// server_draining, (d) the runtime stops and the store closes. A watchdog bounds it all.
 int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& server,
-                        const mcp::McpEndpoint::Options& endpoint_options, Signals& signals) {
+                        const mcp::McpEndpoint::Options& endpoint_options,
+                        const ServeOptions& options, Signals& signals) {
   auto& srv = *server;
   mcp::McpEndpoint endpoint(runtime, endpoint_options);
   actors::ApprovalPage approval_page(runtime);
@@ -327,7 +436,22 @@ int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& serv
     std::fflush(stdout);
     signals.wait();
   }
-  srv.set_ready(false);
+  endpoint.set_draining();
+  srv.begin_drain();
+  auto drain_deadline = std::chrono::steady_clock::now() + options.drain_timeout;
+  StopWatchdog watchdog;
+  watchdog.arm(drain_deadline + options.shutdown_grace);
+  if (let_calls_finish(runtime, drain_deadline, signals) > 0) {
+    watchdog.stage("stopping running calls");
+    stop_running_calls(runtime, srv, options.shutdown_grace);
+  } else {
+    srv.close_connections();
+  }
+  // The I/O threads end before the runtime stops (an actor system does not finish its
+  // shutdown while they run); the server object outlives the runtime, whose sessions may
+  // still answer through it as they stop.
+  watchdog.stage("stopping the runtime and closing the store");
+  srv.stop();
   runtime.shutdown();
   server.reset();
   log::info("stopped");
@@ -371,7 +495,7 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
-  return serve_until_stopped(runtime, server, endpoint_options, signals);
+  return serve_until_stopped(runtime, server, endpoint_options, options, signals);
 }
 
 }  // namespace
@@ -410,8 +534,9 @@ int serve(const ServeOptions& options) {
   auto server = bind_listener(options, *listen, endpoint_options.policy);
   if (!server) return 1;
   auto& srv = *server;
-  // On SIGTERM the listener closes first, so a successor can bind at once.
-  signals.start([&srv] { srv.close_listener(); }, [&tokens] { reload_tokens(tokens.get()); });
+  // On SIGTERM the server drains at once: the listener closes first, so a successor can
+  // bind, and idle connections close, so clients reconnect to it.
+  signals.start([&srv] { srv.begin_drain(); }, [&tokens] { reload_tokens(tokens.get()); });
   log::info("bound", {{"address", srv.local_address().to_string()}});
   return serve_bound(options, server, endpoint_options, offered, tracer.get(), signals);
 }

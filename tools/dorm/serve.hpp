@@ -16,8 +16,15 @@ struct ServeOptions {
   // Beyond the loopback defaults.
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;
-  // How long to wait for another process's storage lock.
-  std::chrono::milliseconds lock_wait{10'000};
+  // How long to wait for another process's storage lock: long enough for a predecessor's
+  // drain window and shutdown grace (a rolling deploy starts the successor first).
+  std::chrono::milliseconds lock_wait{45'000};
+  // After SIGTERM: how long running calls may go on finishing (0: stop them at once), and
+  // how long the stop may take after that before the process exits regardless.
+  std::chrono::milliseconds drain_timeout{30'000};
+  std::chrono::milliseconds shutdown_grace{5'000};
+  // SO_REUSEPORT, so a successor can bind the port while this server drains.
+  bool reuse_port = false;
   // Where finished spans go, one OTLP JSON line each; empty = no tracing.
   std::string trace_file;
   // Fixture tool sets to register (see dorm/actors/fixtures.hpp).

@@ -14,6 +14,8 @@
 // nothing released) are 503 with Retry-After; anything else is 500 with a -32603 error.
 #pragma once
 
+#include <atomic>
+
 #include <optional>
 #include <string>
 
@@ -38,11 +40,17 @@ class McpEndpoint {
   // Handles one request (an HttpServer Handler). Never blocks.
   void handle(HttpRequest request, Respond respond) const;
 
+  // The server is draining: an `initialize` is refused with 503 and `Retry-After: 1`
+  // (its client connects again and reaches the successor); requests of existing
+  // sessions are served as before. Thread-safe.
+  void set_draining() { draining_.store(true, std::memory_order_release); }
+
  private:
   // Sends `call` to its session's object; the object's answer goes to `respond`.
   void call_session(SessionCall call, const HttpRequest& request, Respond respond) const;
   Runtime& runtime_;
   Options options_;
+  std::atomic<bool> draining_{false};
 };
 
 // The answer refusing a request to `/mcp` from its header alone (check_caller: method, a

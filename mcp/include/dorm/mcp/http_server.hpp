@@ -153,6 +153,10 @@ class HttpServer {
     // From a request's first byte, its header must be complete within this (a client
     // trickling headers cannot hold a connection open), and its body within this again.
     std::chrono::milliseconds header_timeout{10'000};
+    // SO_REUSEPORT on the listening socket: a successor started with it too can bind the
+    // same port while this server is still running (a rolling deploy); the kernel spreads
+    // new connections over both until this one closes its listener.
+    bool reuse_port = false;
   };
 
   // Resolves and binds options.listen (with SO_REUSEADDR, so a restart right after a
@@ -161,8 +165,8 @@ class HttpServer {
   // (the message names the address and the OS error, e.g. "Address already in use").
   static Result<std::unique_ptr<HttpServer>> start(const Options& options);
 
-  // Stops accepting, ends every connection (requests still waiting for a handler or a
-  // response are dropped with theirs) and joins the I/O threads.
+  // stop(), then frees the connections (requests still waiting for a handler or a
+  // response are dropped with theirs).
   ~HttpServer();
 
   HttpServer(const HttpServer&) = delete;
@@ -182,6 +186,27 @@ class HttpServer {
   // Closes the listening socket so a successor can bind the port; connections already
   // accepted continue. Idempotent, thread-safe, returns once the socket is closed.
   void close_listener();
+
+  // Starts a graceful stop (a planned deploy): `/readyz` answers 503, the listener closes,
+  // connections waiting for their next request close now, and every response from now on
+  // closes its connection (`Connection: close`), so clients open new connections, which
+  // reach the successor. Requests already being read or answered, and open streams, go
+  // on. Idempotent, thread-safe.
+  void begin_drain();
+
+  // Closes every connection now, whatever it is doing (the drain's deadline has passed).
+  // Thread-safe; returns before the sockets are closed (each closes on its own strand).
+  void close_connections();
+
+  // Connections accepted and not yet gone (idle, reading, answering or streaming).
+  std::size_t open_connections() const;
+
+  // Stops serving: the listener and every connection close and the I/O threads end.
+  // Responses given later are dropped (their connections are gone), so the server may
+  // stop before the code that answers through it; it must still outlive that code's
+  // last Respond call, since only destruction frees the connections. Idempotent; call
+  // it from one thread.
+  void stop();
 
  private:
   struct Impl;

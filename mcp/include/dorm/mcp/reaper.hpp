@@ -50,18 +50,22 @@ namespace dorm::mcp {
 enum class ReapReason {
   server_restart,  // the record's generation is older: the process (or runtime) stopped
   session_reset,   // same generation, older activation: the session object was reset
+  // Not found by the reaper: a draining server (a planned deploy) stopped the request
+  // itself when its drain window ran out, and answered it with this same error.
+  server_draining,
 };
 
-// "server_restart" / "session_reset": the error's `data.reason`.
+// "server_restart" / "session_reset" / "server_draining": the error's `data.reason`.
 std::string_view to_string(ReapReason reason);
 
 // The reason for a record of epoch `dead` found by an activation of epoch `current`.
 // Precondition: dead < current.
 ReapReason reap_reason(const Epoch& dead, const Epoch& current);
 
-// The error response the reaper appends for `request`:
+// The error response the reaper appends for `request` (and a draining server writes):
 // {"jsonrpc":"2.0","id":ID,"error":{"code":-32001,"message":…,
-//  "data":{"reason":"server_restart"|"session_reset","retrySafe":false,"deadGeneration":N}}}
+//  "data":{"reason":"server_restart"|"session_reset"|"server_draining","retrySafe":false,
+//          "deadGeneration":N}}}
 std::string interrupted_error(const RequestId& request, ReapReason reason,
                               std::uint64_t dead_generation);
 

@@ -68,6 +68,12 @@ inline constexpr const char* kEventStream = "text/event-stream";
 // answers `true`. Sent at boot to the sessions the in-flight index names.
 struct SessionWake {};
 
+// The server is draining and its window ran out: every tool call the session still runs
+// stops and is answered with the -32001 error (reason `server_draining`, reaper.hpp), and
+// every open SSE connection of the session ends cleanly (clients resume against the
+// successor). The session answers how many calls it stopped (std::uint64_t).
+struct SessionDrain {};
+
 // Tells a session that the resource `uri` changed: if the session subscribed to it
 // (resources/subscribe), it sends notifications/resources/updated on its standalone
 // stream. Not client activity.
@@ -80,4 +86,5 @@ struct ResourceUpdated {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionCall)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::HttpResponse)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionWake)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionDrain)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::ResourceUpdated)
