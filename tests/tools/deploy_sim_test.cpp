@@ -52,6 +52,7 @@ RowRun sample_run() {
   run.deploys_ms = {1000};
   run.end_ms = 4000;
   run.unanswered_ms_max = 210;
+  run.unanswered_probes = 3;
   run.calls = {call(0, 0, OutcomeKind::failed, 0, 1500, 1000, "server_restart"),
                call(0, 1, OutcomeKind::failed, 0, 1700, 1000, "server_restart"),
                call(1, 0, OutcomeKind::answered, 0, 800, 1000),
@@ -148,6 +149,7 @@ TEST_CASE(
   CHECK(s.error_ms_p99 == 700);
   CHECK(s.reasons == std::map<std::string, int>{{"server_restart", 2}});
   CHECK(s.unanswered_ms_max == 210);
+  CHECK(s.unanswered_probes == 3);
 }
 
 TEST_CASE("report: text aligns columns, Markdown has one rule, JSON has every member") {
@@ -186,6 +188,8 @@ TEST_CASE("report: text aligns columns, Markdown has one rule, JSON has every me
   CHECK(r0["error_ms_p50"].GetDouble() == 500);
   CHECK(r0["reasons"]["server_restart"].GetInt() == 2);
   CHECK(r0["reasons"]["server_draining"].GetInt() == 0);
+  CHECK(r0["unanswered_ms_max"].GetDouble() == 210);
+  CHECK(r0["unanswered_probes"].GetInt() == 3);
   const auto& r1 = doc["rows"][1];
   CHECK(r1["hung"].GetInt() == 4);
   CHECK(r1["error_ms_p50"].IsNull());

@@ -16,6 +16,7 @@ RowSummary summarize(const RowRun& run) {
   RowSummary s;
   s.key = run.key;
   s.unanswered_ms_max = run.unanswered_ms_max;
+  s.unanswered_probes = run.unanswered_probes;
   std::vector<double> error_ms;
   for (const auto& c : run.calls) {
     ++s.calls;

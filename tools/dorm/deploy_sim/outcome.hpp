@@ -50,6 +50,8 @@ struct RowRun {
   // Longest stretch, over the row's deploys, in which no server on the port answered an
   // HTTP request (/readyz probes every kReadyzProbeMs): the window a new client is refused.
   double unanswered_ms_max = 0;
+  // Probes that got no HTTP answer at all (refused, reset, or silent for 5 s).
+  int unanswered_probes = 0;
 };
 
 struct RowSummary {
@@ -63,6 +65,7 @@ struct RowSummary {
   std::optional<double> error_ms_p99;
   std::map<std::string, int> reasons;  // failed calls by reason
   double unanswered_ms_max = 0;
+  int unanswered_probes = 0;
 };
 
 // Nearest-rank percentile (q in [0, 1]) of `values`; unset for no values.

@@ -168,6 +168,7 @@ void write_row(JsonWriter& w, const RowSummary& r) {
   for (const auto& [reason, n] : reasons) m(reason.c_str(), n);
   w.EndObject();
   m("unanswered_ms_max", std::optional<double>(r.unanswered_ms_max));
+  m("unanswered_probes", r.unanswered_probes);
   w.EndObject();
 }
 

@@ -28,7 +28,8 @@ std::string format_text(const ReportHeader& header, const std::vector<RowSummary
 std::string format_markdown(const ReportHeader& header, const std::vector<RowSummary>& rows);
 // {"version", "seed", ..., "rows": [{"variant", "mode", "retry_ms", "restart_gap_ms",
 // "calls", "answered", "failed_fast", "hung", "error_ms_p50", "error_ms_p99", "reasons":
-// {"server_restart": n, "server_draining": n, ...}, "unanswered_ms_max"}]}; the
+// {"server_restart": n, "server_draining": n, ...}, "unanswered_ms_max",
+// "unanswered_probes"}]}; the
 // percentiles are null when no call failed.
 std::string format_json(const ReportHeader& header, const std::vector<RowSummary>& rows);
 

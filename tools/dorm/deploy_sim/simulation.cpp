@@ -26,6 +26,9 @@ constexpr auto kStartWait = seconds(60);   // start to bound or ready
 constexpr auto kExitWait = seconds(10);    // a SIGKILLed process to be reaped
 constexpr auto kSettleSlack = seconds(5);  // past the last client timeout
 constexpr auto kShutdownSlack = seconds(10);
+// A /readyz probe without an answer by then counts as unanswered: any server, however
+// busy, answers it from its HTTP layer well within that.
+constexpr auto kProbeWait = seconds(5);
 constexpr const char* kHost = "127.0.0.1";
 
 // What the row's coroutines share; calls and the prober hold it, so it lives as long as
@@ -51,6 +54,7 @@ struct Prober {
   bool stop = false;
   bool done = false;
   double unanswered_ms_max = 0;
+  int unanswered_probes = 0;
 };
 
 asio::awaitable<void> probe_readyz(std::shared_ptr<Prober> p, std::shared_ptr<RowState> st,
@@ -62,9 +66,11 @@ asio::awaitable<void> probe_readyz(std::shared_ptr<Prober> p, std::shared_ptr<Ro
   const HttpRequest readyz{"GET", "/readyz", {}, {}};
   while (Clock::now() < until) {
     HttpClient client(executor, kHost, port);
-    HttpAnswer answer = co_await client.send(readyz, Clock::now() + seconds(1), false);
+    HttpAnswer answer = co_await client.send(readyz, Clock::now() + kProbeWait, false);
     auto now = Clock::now();
-    if (answer.response) {
+    if (!answer.response) {
+      ++p->unanswered_probes;
+    } else {
       p->unanswered_ms_max =
           std::max(p->unanswered_ms_max,
                    std::chrono::duration<double, std::milli>(now - last_answer).count());
@@ -238,6 +244,7 @@ class Deployer {
     const Prober* probing = p.get();
     co_await st_->changed.until([probing] { return probing->done; }, Clock::now() + seconds(5));
     st_->run.unanswered_ms_max = std::max(st_->run.unanswered_ms_max, p->unanswered_ms_max);
+    st_->run.unanswered_probes += p->unanswered_probes;
     prober_.reset();
   }
 
