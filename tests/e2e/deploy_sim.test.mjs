@@ -1,8 +1,9 @@
 // `dorm deploy-sim` end to end, with tiny sizes and a 10 s client timeout: the incident
 // table of the kill case (no-fix and priming-only hang, the reaper fails fast), the same
 // case run with the official SDK client giving the same outcome for every call, the SVG
-// timeline parsed as XML and rendered, input errors, and no server left behind when
-// deploy-sim itself is interrupted or killed.
+// timeline parsed as XML and rendered, planned deploys (term: the drain answers what it
+// can and fails the rest fast; rolling: the port never stops answering), input errors,
+// and no server left behind when deploy-sim itself is interrupted or killed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -151,6 +152,40 @@ test('kill: deploy-sim shows no-fix and priming-only hanging and the reaper fail
   assert.equal(rendered.error, undefined, 'rsvg-convert (Debian librsvg2-bin, installed by tools/bootstrap) did not run');
   assert.equal(rendered.status, 0, rendered.stderr);
   assert.deepEqual([...readFileSync(png).subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+});
+
+// A planned deploy: tiny sizes, one or two deploys, results as JSON.
+async function plannedRow(t, mode, { callMs, drainS, deploys = 1 }) {
+  const run = await finished(deploySim(t, ['--mode', mode, '--sessions', String(SESSIONS),
+    '--calls-per-session', String(CALLS), '--deploys', String(deploys), '--call-ms', callMs,
+    '--drain-timeout', String(drainS), '--client-timeout', String(CLIENT_TIMEOUT_S),
+    '--format', 'json']));
+  assert.equal(run.code, 0, run.stderr);
+  const [row] = JSON.parse(run.stdout).rows;
+  assert.equal(row.mode, mode);
+  assert.equal(row.calls, SESSIONS * CALLS * deploys);
+  return row;
+}
+
+test('term: calls shorter than the drain are all answered; calls that outlive it get server_draining, none hangs', async (t) => {
+  const [short, long] = await Promise.all([
+    plannedRow(t, 'term', { callMs: '1000-3000', drainS: 5 }),
+    plannedRow(t, 'term', { callMs: '8000', drainS: 2 }),
+  ]);
+  assert.equal(short.answered, short.calls, JSON.stringify(short));
+  assert.equal(short.failed_fast, 0);
+  assert.equal(short.hung, 0);
+  assert.equal(long.failed_fast, long.calls, JSON.stringify(long));
+  assert.equal(long.reasons.server_draining, long.calls);
+  assert.equal(long.hung, 0);
+  t.diagnostic(`drain deadline 2000 ms after SIGTERM; errors at p50 ${long.error_ms_p50} ms, p99 ${long.error_ms_p99} ms`);
+});
+
+test('rolling: the successor is bound before the old server drains, so no probe goes unanswered and every call is answered', async (t) => {
+  const row = await plannedRow(t, 'rolling', { callMs: '1000-3000', drainS: 5, deploys: 2 });
+  assert.equal(row.answered, row.calls, JSON.stringify(row));
+  assert.equal(row.unanswered_probes, 0, JSON.stringify(row));
+  t.diagnostic(`longest time without an answer on the port: ${row.unanswered_ms_max} ms`);
 });
 
 test('deploy-sim refuses bad input with a message', async (t) => {
