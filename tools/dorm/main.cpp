@@ -1,4 +1,4 @@
-// dorm — the command-line program: serve, inspect, bench (and later deploy-sim).
+// dorm — the command-line program: serve, inspect, deploy-sim, bench.
 //
 // Each subcommand is one function that adds its own options to the parser and returns how
 // to run it once parsed; main() lists them in the order --help shows them.
@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "deploy_sim/deploy_sim.hpp"
 #include "dorm/runtime/log.hpp"
 #include "inspect.hpp"
 #include "serve.hpp"
@@ -187,6 +188,74 @@ Subcommand add_inspect(CLI::App& app) {
   cmd->add_option("--events", inspect->events, "Newest events shown per stream (0: all)")
       ->capture_default_str();
   return {cmd, [inspect] { return dorm::tools::inspect(*inspect); }};
+}
+
+// What the simulation runs: which server, deployed how, under how much traffic.
+void add_deploy_sim_workload_options(CLI::App& cmd, dorm::deploy_sim::DeploySimOptions& o) {
+  cmd.add_option("--variant", o.variant,
+                 "Server: no-fix (--no-priming --no-reaper), priming-only (--no-reaper), "
+                 "reaper, or all three")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"no-fix", "priming-only", "reaper", "all"}));
+  cmd.add_option("--mode", o.mode,
+                 "Deploy: kill (SIGKILL, then the successor), term (SIGTERM: drain), rolling "
+                 "(successor bound with --reuse-port before the SIGTERM), or all three")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"kill", "term", "rolling", "all"}));
+  cmd.add_option("--sessions", o.sessions, "Client sessions")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 2000));
+  cmd.add_option("--calls-per-session", o.calls_per_session, "Calls each session keeps in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 50));
+  cmd.add_option("--deploys", o.deploys, "Deploys (each in the middle of a round of calls)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd.add_option("--call-ms", o.call_ms,
+                 "How long each call's tool runs: MIN-MAX milliseconds, drawn uniformly")
+      ->capture_default_str()
+      ->check([](const std::string& text) {
+        auto range = dorm::deploy_sim::parse_call_ms(text);
+        return range ? std::string() : range.error().message;
+      });
+  cmd.add_option("--seed", o.seed, "Seed of the workload: the same seed draws the same calls")
+      ->capture_default_str();
+}
+
+Subcommand add_deploy_sim(CLI::App& app) {
+  auto o = std::make_shared<dorm::deploy_sim::DeploySimOptions>();
+  auto* cmd = app.add_subcommand(
+      "deploy-sim",
+      "Deploy a real dorm serve under simulated SDK clients and count what every call saw "
+      "(docs/deploy-sim.md)");
+  add_deploy_sim_workload_options(*cmd, *o);
+  cmd->add_option("--client-timeout", o->client_timeout_s,
+                  "Seconds a client waits for a call's outcome before it counts as hung")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  cmd->add_option("--drain-timeout", o->drain_timeout_s,
+                  "The servers' --drain-timeout in term and rolling modes, seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--restart-gap", o->restart_gap_ms,
+                  "Milliseconds from the kill or SIGTERM to the successor's start; a row for "
+                  "each of a comma-separated list (kill and term modes)")
+      ->delimiter(',')
+      ->default_str("0")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{600'000}));
+  cmd->add_option("--retry-ms", o->retry_ms,
+                  "The servers' --retry-ms (the priming event's retry hint); a row for each of a "
+                  "comma-separated list")
+      ->delimiter(',')
+      ->default_str("500")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{60'000}));
+  cmd->add_option("--format", o->format, "The table as aligned text, json or markdown")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
+  cmd->add_option("--svg", o->svg, "Also write the timeline of every call to this SVG file");
+  cmd->add_option("--dorm", o->dorm, "The dorm binary that serves (default: this program)")
+      ->check(CLI::ExistingFile);
+  return {cmd, [o] { return dorm::deploy_sim::run_deploy_sim(*o); }};
 }
 
 #ifdef DORM_WITH_BENCH
@@ -379,7 +448,7 @@ int main(int argc, char** argv) {
   CLI::App app{"dorm: a durable-object actor runtime and MCP server", "dorm"};
   LogChoice log;
   add_program_options(app, log);
-  Subcommands commands{add_serve(app), add_inspect(app)};
+  Subcommands commands{add_serve(app), add_inspect(app), add_deploy_sim(app)};
   add_bench(app, commands);
 
   CLI11_PARSE(app, argc, argv);

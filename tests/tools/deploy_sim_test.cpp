@@ -1,0 +1,299 @@
+// `dorm deploy-sim`'s pure parts: the SSE decoder and the SDK client's rules it follows,
+// outcomes and their table (text, Markdown, JSON), the SVG timeline, the seeded workload,
+// the rows a command line asks for and the servers' arguments. The processes and sockets
+// are exercised end to end by tests/e2e/deploy_sim.test.mjs.
+#include "deploy_sim.hpp"
+
+#include <doctest/doctest.h>
+#include <rapidjson/document.h>
+
+#include <set>
+#include <string>
+
+#include "client_rules.hpp"
+#include "outcome.hpp"
+#include "report.hpp"
+#include "simulation.hpp"
+#include "sse_decoder.hpp"
+#include "timeline_svg.hpp"
+#include "workload.hpp"
+
+using namespace dorm::deploy_sim;
+
+namespace {
+
+std::vector<SseEvent> decode(std::string_view body) {
+  return SseDecoder().feed(body).events;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+CallRecord call(int session, int slot, OutcomeKind kind, double start, double end, double deploy,
+                std::string reason = {}) {
+  CallRecord c;
+  c.session = session;
+  c.slot = slot;
+  c.start_ms = start;
+  c.end_ms = end;
+  c.deploy_ms = deploy;
+  c.outcome = Outcome{kind, kind == OutcomeKind::failed ? -32001 : 0, std::move(reason)};
+  return c;
+}
+
+RowRun sample_run() {
+  RowRun run;
+  run.key = RowKey{"reaper", "kill", 500, 100};
+  run.sessions = 2;
+  run.calls_per_session = 2;
+  run.deploys_ms = {1000};
+  run.end_ms = 4000;
+  run.unanswered_ms_max = 210;
+  run.unanswered_probes = 3;
+  run.calls = {call(0, 0, OutcomeKind::failed, 0, 1500, 1000, "server_restart"),
+               call(0, 1, OutcomeKind::failed, 0, 1700, 1000, "server_restart"),
+               call(1, 0, OutcomeKind::answered, 0, 800, 1000),
+               call(1, 1, OutcomeKind::hung, 0, 4000, 1000)};
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("SSE: a priming event (id, retry, empty data) is delivered with its id") {
+  auto chunk = SseDecoder().feed("id: 0123456789abcdef-0\nretry: 500\ndata: \n\n");
+  REQUIRE(chunk.events.size() == 1);
+  CHECK(chunk.events[0].id == std::optional<std::string>("0123456789abcdef-0"));
+  CHECK(chunk.events[0].data.empty());
+  CHECK(chunk.retry_ms == std::optional<std::int64_t>(500));
+}
+
+TEST_CASE("SSE: an id without a data line is dropped, and ids do not carry over") {
+  auto events = decode("id: a-0\n\ndata: {\"x\":1}\n\nid: a-2\ndata: two\n\n");
+  REQUIRE(events.size() == 2);
+  CHECK_FALSE(events[0].id.has_value());
+  CHECK(events[0].data == "{\"x\":1}");
+  CHECK(events[1].id == std::optional<std::string>("a-2"));
+}
+
+TEST_CASE("SSE: events split anywhere across feeds decode the same, whatever the line ends") {
+  std::string body =
+      "\xEF\xBB\xBF: keepalive\r\nid: s-1\r\ndata: line one\r\ndata:line two\r\n\r\n"
+      "event: other\rdata: x\r\rretry: soon\nretry: 250\n";
+  SseDecoder whole;
+  auto at_once = whole.feed(body);
+  SseDecoder bytewise;
+  std::vector<SseEvent> events;
+  std::optional<std::int64_t> retry;
+  for (char c : body) {
+    auto part = bytewise.feed(std::string_view(&c, 1));
+    events.insert(events.end(), part.events.begin(), part.events.end());
+    if (part.retry_ms) retry = part.retry_ms;
+  }
+  CHECK(events == at_once.events);
+  CHECK(retry == std::optional<std::int64_t>(250));  // "soon" is not a number: ignored
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].data == "line one\nline two");
+  CHECK(events[0].id == std::optional<std::string>("s-1"));
+  CHECK(events[1].event == "other");
+}
+
+TEST_CASE("client rules: the retry hint wins, else backoff from 1 s by 1.5, capped") {
+  ReconnectOptions o;
+  CHECK(reconnect_delay_ms(o, 0, 500) == 500);
+  CHECK(reconnect_delay_ms(o, 1, 500) == 500);
+  CHECK(reconnect_delay_ms(o, 0, std::nullopt) == 1000);
+  CHECK(reconnect_delay_ms(o, 1, std::nullopt) == 1500);
+  CHECK(reconnect_delay_ms(o, 20, std::nullopt) == 30'000);
+  CHECK(o.max_retries == 2);
+}
+
+TEST_CASE("client rules: a POST stream resumes only after an id and until a result") {
+  CHECK_FALSE(resumes_after_end(false, false, false));  // no priming: the call is lost
+  CHECK(resumes_after_end(false, true, false));
+  CHECK_FALSE(resumes_after_end(false, true, true));
+  CHECK(resumes_after_end(true, false, false));  // GET streams always
+  CHECK_FALSE(resumes_after_end(true, true, true));
+  CHECK(classify_resume(200, true) == ResumeAnswer::stream);
+  CHECK(classify_resume(204, false) == ResumeAnswer::finished);
+  CHECK(classify_resume(405, true) == ResumeAnswer::abandoned);
+  CHECK(classify_resume(503, true) == ResumeAnswer::failed);
+  CHECK(classify_resume(404, true) == ResumeAnswer::failed);
+}
+
+TEST_CASE("client rules: an error response's reason comes from data.reason, else its code") {
+  auto reaped = outcome_of_error(
+      R"({"code":-32001,"message":"m","data":{"reason":"server_restart","retrySafe":false}})");
+  CHECK(reaped.kind == OutcomeKind::failed);
+  CHECK(reaped.code == -32001);
+  CHECK(reaped.reason == "server_restart");
+  auto plain = outcome_of_error(R"({"code":-32602,"message":"bad"})");
+  CHECK(plain.reason == "code -32602");
+  CHECK(outcome_of_error("not json").reason == "code 0");
+}
+
+TEST_CASE(
+    "outcomes: percentiles are nearest-rank; a row counts classes and times from the deploy") {
+  CHECK_FALSE(percentile({}, 0.5).has_value());
+  CHECK(percentile({5, 1, 3}, 0.5) == 3);
+  CHECK(percentile({1, 2, 3, 4}, 0.5) == 2);
+  CHECK(percentile({1, 2, 3, 4}, 0.99) == 4);
+  auto s = summarize(sample_run());
+  CHECK(s.calls == 4);
+  CHECK(s.answered == 1);
+  CHECK(s.failed_fast == 2);
+  CHECK(s.hung == 1);
+  CHECK(s.error_ms_p50 == 500);
+  CHECK(s.error_ms_p99 == 700);
+  CHECK(s.reasons == std::map<std::string, int>{{"server_restart", 2}});
+  CHECK(s.unanswered_ms_max == 210);
+  CHECK(s.unanswered_probes == 3);
+}
+
+TEST_CASE("report: text aligns columns, Markdown has one rule, JSON has every member") {
+  ReportHeader h{"0.1.0", 7, 2, 2, 1, 100, 200, 10, 5};
+  auto rows = std::vector<RowSummary>{summarize(sample_run())};
+  RowRun quiet = sample_run();
+  quiet.key.variant = "no-fix";
+  for (auto& c : quiet.calls) c.outcome = Outcome{OutcomeKind::hung, 0, {}};
+  rows.push_back(summarize(quiet));
+
+  auto text = format_text(h, rows);
+  CHECK(text.find("seed 7") != std::string::npos);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1)
+    lines.push_back(text.substr(at, end - at));
+  REQUIRE(lines.size() == 5);  // header, column names, two rows, the footnote
+  auto hung_at = lines[1].find("hung");
+  REQUIRE(hung_at != std::string::npos);
+  CHECK(lines[2][hung_at + 3] == '1');  // numbers end under their column's name
+  CHECK(lines[3][hung_at + 3] == '4');
+  CHECK(lines[2].find("server_restart 2") != std::string::npos);
+
+  auto md = format_markdown(h, rows);
+  CHECK(count(md, "\n| --- |") == 1);  // one rule line under the column names
+  CHECK(md.find("| no-fix | kill | 500 ms | 100 ms | 4 | 0 | 0 | - | - | 4 |") !=
+        std::string::npos);
+
+  rapidjson::Document doc;
+  doc.Parse(format_json(h, rows).c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(std::string(doc["version"].GetString()) == "0.1.0");
+  CHECK(doc["seed"].GetUint64() == 7);
+  const auto& r0 = doc["rows"][0];
+  CHECK(std::string(r0["variant"].GetString()) == "reaper");
+  CHECK(r0["failed_fast"].GetInt() == 2);
+  CHECK(r0["error_ms_p50"].GetDouble() == 500);
+  CHECK(r0["reasons"]["server_restart"].GetInt() == 2);
+  CHECK(r0["reasons"]["server_draining"].GetInt() == 0);
+  CHECK(r0["unanswered_ms_max"].GetDouble() == 210);
+  CHECK(r0["unanswered_probes"].GetInt() == 3);
+  const auto& r1 = doc["rows"][1];
+  CHECK(r1["hung"].GetInt() == 4);
+  CHECK(r1["error_ms_p50"].IsNull());
+  CHECK(r1["restart_gap_ms"].GetInt() == 100);
+}
+
+TEST_CASE("SVG: a lane per session and a bar per call, classed by outcome; text escaped") {
+  RowRun run = sample_run();
+  RowRun other = sample_run();
+  other.key.variant = "<odd & \"named\">";
+  auto svg = timeline_svg({run, other}, "seed 1 <test>");
+  CHECK(svg.starts_with("<?xml"));
+  CHECK(svg.ends_with("</svg>\n"));
+  CHECK(count(svg, "<g class=\"lane\"") == 4);
+  CHECK(count(svg, "<rect class=\"call ") == 8);
+  CHECK(count(svg, "class=\"call failed\"") == 4);
+  CHECK(count(svg, "class=\"call hung\"") == 2);
+  CHECK(count(svg, "class=\"deploy\"") == 2);
+  CHECK(svg.find("&lt;odd &amp; &quot;named&quot;&gt;") != std::string::npos);
+  CHECK(svg.find("<odd") == std::string::npos);
+  CHECK(svg.find("seed 1 &lt;test&gt;") != std::string::npos);
+  CHECK(xml_escape("a'b") == "a&apos;b");
+}
+
+TEST_CASE("workload: the seed decides every duration, all inside the range") {
+  auto a = draw_workload(42, 3, 5, 2, 100, 200);
+  auto b = draw_workload(42, 3, 5, 2, 100, 200);
+  auto c = draw_workload(43, 3, 5, 2, 100, 200);
+  CHECK(a.durations_ms == b.durations_ms);
+  CHECK(a.durations_ms != c.durations_ms);
+  REQUIRE(a.durations_ms.size() == 3);
+  REQUIRE(a.durations_ms[0].size() == 5);
+  REQUIRE(a.durations_ms[0][0].size() == 2);
+  std::set<std::int64_t> seen;
+  for (const auto& round : a.durations_ms)
+    for (const auto& session : round)
+      for (auto d : session) {
+        CHECK(d >= 100);
+        CHECK(d <= 200);
+        seen.insert(d);
+      }
+  CHECK(seen.size() > 10);
+  CHECK(draw_workload(1, 1, 1, 1, 7, 7).durations_ms[0][0][0] == 7);
+  // The first numbers of seed 1 are fixed: a change to the generator changes every table.
+  SeededRng rng(1);
+  CHECK(rng.next() == 0x910a2dec89025cc1ull);
+}
+
+TEST_CASE("--call-ms: MIN-MAX or one number; anything else is an error saying why") {
+  auto r = parse_call_ms("100-2500");
+  REQUIRE(r);
+  CHECK(r->min_ms == 100);
+  CHECK(r->max_ms == 2500);
+  auto one = parse_call_ms("800");
+  REQUIRE(one);
+  CHECK(one->min_ms == 800);
+  CHECK(one->max_ms == 800);
+  CHECK(parse_call_ms("300-100").error().message.find("MIN must not exceed MAX") !=
+        std::string::npos);
+  for (const char* bad : {"", "x", "-5", "1-", "1-2-3", "100000000000"})
+    CHECK_FALSE(parse_call_ms(bad));
+}
+
+TEST_CASE("rows: every mode, variant, retry and gap; rolling has no gap") {
+  DeploySimOptions o;
+  o.variant = "all";
+  o.mode = "all";
+  o.retry_ms = {500, 2000};
+  o.restart_gap_ms = {100, 1000, 5000};
+  auto rows = plan_rows(o);
+  CHECK(rows.size() == 2 * 3 * 2 * 3 + 3 * 2);
+  CHECK(rows.front().mode == "kill");
+  CHECK(rows.front().variant == "no-fix");
+  CHECK(rows.back().mode == "rolling");
+  CHECK(rows.back().restart_gap_ms == 0);
+  o.variant = "reaper";
+  o.mode = "kill";
+  CHECK(plan_rows(o).size() == 6);
+}
+
+TEST_CASE("servers: the variant's switches, the drain and reuse-port of term and rolling") {
+  RowPlan plan;
+  plan.dir = "/tmp/x";
+  plan.drain_timeout_s = 5;
+  auto joined = [&] {
+    std::string s;
+    for (const auto& a : serve_args(plan, 4321)) s += a + " ";
+    return s;
+  };
+  plan.key = RowKey{"no-fix", "kill", 500, 0};
+  auto kill = joined();
+  CHECK(kill.find("--listen 127.0.0.1:4321 ") != std::string::npos);
+  CHECK(kill.find("--no-priming --no-reaper") != std::string::npos);
+  CHECK(kill.find("--drain-timeout") == std::string::npos);
+  CHECK(kill.find("--retry-ms 500 ") != std::string::npos);
+  plan.key = RowKey{"priming-only", "term", 2000, 0};
+  auto term = joined();
+  CHECK(term.find("--no-reaper") != std::string::npos);
+  CHECK(term.find("--no-priming") == std::string::npos);
+  CHECK(term.find("--drain-timeout 5 ") != std::string::npos);
+  CHECK(term.find("--lock-wait 40 ") != std::string::npos);
+  CHECK(term.find("--reuse-port") == std::string::npos);
+  plan.key = RowKey{"reaper", "rolling", 500, 0};
+  auto rolling = joined();
+  CHECK(rolling.find("--no-") == std::string::npos);
+  CHECK(rolling.find("--reuse-port") != std::string::npos);
+}

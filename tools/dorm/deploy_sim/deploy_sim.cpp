@@ -1,0 +1,246 @@
+#include "deploy_sim.hpp"
+
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "dorm/runtime/log.hpp"
+#include "report.hpp"
+#include "server_process.hpp"
+#include "simulation.hpp"
+#include "timeline_svg.hpp"
+#include "version.hpp"
+
+namespace dorm::deploy_sim {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kMaxCallMs = 24LL * 3600 * 1000;
+
+Result<std::int64_t> parse_ms(std::string_view text) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v < 0 || v > kMaxCallMs)
+    return Error{
+        ErrorCode::invalid_argument,
+        "--call-ms: \"" + std::string(text) + "\" is not a number of milliseconds in 0..86400000"};
+  return v;
+}
+
+std::vector<std::string> expand(const std::string& choice, std::vector<std::string> all) {
+  if (choice == "all") return all;
+  return {choice};
+}
+
+std::string row_label(const RowKey& k) {
+  std::string label = k.variant + ", " + k.mode + ", retry " + std::to_string(k.retry_ms) + " ms";
+  if (k.mode != "rolling") label += ", gap " + std::to_string(k.restart_gap_ms) + " ms";
+  return label;
+}
+
+}  // namespace
+
+Result<CallRange> parse_call_ms(std::string_view text) {
+  auto dash = text.find('-');
+  auto low = parse_ms(text.substr(0, dash));
+  if (!low) return std::move(low).error();
+  auto high = dash == std::string_view::npos ? low : parse_ms(text.substr(dash + 1));
+  if (!high) return std::move(high).error();
+  if (*low > *high)
+    return Error{ErrorCode::invalid_argument,
+                 "--call-ms: MIN must not exceed MAX in \"" + std::string(text) + "\""};
+  return CallRange{*low, *high};
+}
+
+std::vector<RowKey> plan_rows(const DeploySimOptions& o) {
+  std::vector<RowKey> rows;
+  for (const auto& mode : expand(o.mode, {"kill", "term", "rolling"})) {
+    for (const auto& variant : expand(o.variant, {"no-fix", "priming-only", "reaper"})) {
+      for (auto retry : o.retry_ms) {
+        if (mode == "rolling") {
+          rows.push_back(RowKey{variant, mode, retry, 0});
+          continue;
+        }
+        for (auto gap : o.restart_gap_ms) rows.push_back(RowKey{variant, mode, retry, gap});
+      }
+    }
+  }
+  return rows;
+}
+
+namespace {
+
+struct RunContext {
+  const DeploySimOptions& options;
+  std::string dorm;
+  fs::path dir;
+  Workload workload;
+  Progress& progress;
+  std::vector<RowRun> runs;
+  std::string error;
+  bool finished = false;
+};
+
+asio::awaitable<void> run_all(RunContext& ctx) {
+  const auto& o = ctx.options;
+  int n = 0;
+  for (const auto& key : plan_rows(o)) {
+    RowPlan plan{key,
+                 ctx.dorm,
+                 ctx.dir / ("row-" + std::to_string(++n)),
+                 o.sessions,
+                 o.calls_per_session,
+                 &ctx.workload,
+                 o.client_timeout_s,
+                 o.drain_timeout_s};
+    ctx.progress.row(row_label(key), o.sessions * o.calls_per_session * o.deploys);
+    std::error_code ignored;
+    fs::create_directories(plan.dir, ignored);
+    auto run = co_await run_row(plan, ctx.progress);
+    fs::remove_all(plan.dir, ignored);  // each row starts from a fresh store
+    if (!run) {
+      ctx.error = row_label(key) + ": " + run.error().message;
+      co_return;
+    }
+    ctx.runs.push_back(std::move(run).value());
+  }
+}
+
+asio::awaitable<void> tick(RunContext& ctx) {
+  auto executor = co_await asio::this_coro::executor;
+  asio::steady_timer timer(executor);
+  while (!ctx.finished) {
+    timer.expires_after(std::chrono::milliseconds(250));
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    ctx.progress.tick();
+  }
+}
+
+Result<std::string> server_binary(const std::string& given) {
+  std::error_code ec;
+  std::string path = given.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : given;
+  if (ec) return Error{ErrorCode::io_error, "cannot find this program: " + ec.message()};
+  if (access(path.c_str(), X_OK) != 0)
+    return Error{ErrorCode::invalid_argument, "--dorm " + path + ": not an executable file"};
+  return path;
+}
+
+Result<fs::path> make_temp_dir() {
+  std::error_code ec;
+  auto base = fs::temp_directory_path(ec);
+  if (ec) return Error{ErrorCode::io_error, "no temporary directory: " + ec.message()};
+  std::string pattern = (base / "dorm-deploy-sim-XXXXXX").string();
+  if (!mkdtemp(pattern.data()))
+    return Error{ErrorCode::io_error, "cannot create a directory under " + base.string()};
+  return fs::path(pattern);
+}
+
+ReportHeader header_of(const DeploySimOptions& o, const CallRange& range) {
+  return ReportHeader{kVersion,         o.seed,       o.sessions,   o.calls_per_session,
+                      o.deploys,        range.min_ms, range.max_ms, o.client_timeout_s,
+                      o.drain_timeout_s};
+}
+
+// SIGINT or SIGTERM: the servers are killed and reaped, the stores removed, and the
+// program exits at once with 130 (its coroutines are not unwound: nothing they hold
+// outlives the process).
+[[noreturn]] void exit_interrupted(RunContext& ctx) {
+  ctx.progress.finish();
+  int killed = ServerProcess::kill_all();
+  std::error_code ignored;
+  fs::remove_all(ctx.dir, ignored);
+  log::warn("deploy_sim_interrupted", {{"rows_done", static_cast<std::int64_t>(ctx.runs.size())},
+                                       {"servers_killed", static_cast<std::int64_t>(killed)}});
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(130);
+}
+
+// Runs every row on one I/O thread.
+void run_rows(RunContext& ctx) {
+  asio::io_context io;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) exit_interrupted(ctx);
+  });
+  asio::co_spawn(io, tick(ctx), asio::detached);
+  asio::co_spawn(io, run_all(ctx), [&](std::exception_ptr e) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        ctx.error = x.what();
+      }
+    }
+    ctx.finished = true;
+    io.stop();
+  });
+  io.run();
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out.flush());
+}
+
+}  // namespace
+
+int run_deploy_sim(const DeploySimOptions& o) {
+  auto fail = [](const std::string& what) {
+    log::error("deploy_sim_failed", {{"error", what}});
+    return 1;
+  };
+  auto range = parse_call_ms(o.call_ms);
+  if (!range) return fail(range.error().message);
+  auto dorm = server_binary(o.dorm);
+  if (!dorm) return fail(dorm.error().message);
+  if (!o.svg.empty() && !fs::is_directory(fs::absolute(o.svg).parent_path()))
+    return fail("--svg " + o.svg + ": its directory does not exist");
+  auto dir = make_temp_dir();
+  if (!dir) return fail(dir.error().message);
+
+  Progress progress(stderr, isatty(STDERR_FILENO) == 1);
+  RunContext ctx{o,
+                 *dorm,
+                 *dir,
+                 draw_workload(o.seed, o.deploys, o.sessions, o.calls_per_session, range->min_ms,
+                               range->max_ms),
+                 progress,
+                 {},
+                 {},
+                 false};
+  run_rows(ctx);
+  progress.finish();
+  std::error_code ignored;
+  fs::remove_all(*dir, ignored);
+  if (!ctx.error.empty()) return fail(ctx.error);
+
+  std::vector<RowSummary> rows;
+  for (const auto& run : ctx.runs) rows.push_back(summarize(run));
+  auto header = header_of(o, *range);
+  std::string table = o.format == "json"       ? format_json(header, rows)
+                      : o.format == "markdown" ? format_markdown(header, rows)
+                                               : format_text(header, rows);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  std::fflush(stdout);
+  if (!o.svg.empty() &&
+      !write_file(o.svg, timeline_svg(ctx.runs, "dorm deploy-sim, seed " + std::to_string(o.seed))))
+    return fail("--svg " + o.svg + ": cannot write the file");
+  return 0;
+}
+
+}  // namespace dorm::deploy_sim
