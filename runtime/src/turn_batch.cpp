@@ -36,7 +36,7 @@ void TurnBatch::delete_range(std::string begin, std::string end) {
 Result<std::optional<std::string>> TurnBatch::get(const std::string& key) {
   if (auto it = overlay_.find(key); it != overlay_.end()) return it->second;
   if (masked(key)) return std::optional<std::string>{};
-  return backend_.get(key);
+  return committed_.get(key);
 }
 
 Result<std::vector<storage::KeyValue>> TurnBatch::scan(const storage::ScanOptions& options) {
@@ -62,7 +62,7 @@ Result<std::vector<storage::KeyValue>> TurnBatch::scan(const storage::ScanOption
   storage::ScanOptions page = options;
   page.limit = options.limit == 0 ? 0 : std::max<std::size_t>(options.limit, 64);
   while (true) {
-    auto chunk = backend_.scan(page);
+    auto chunk = committed_.scan(page);
     if (!chunk) return std::move(chunk).error();
     std::string last = chunk->empty() ? std::string() : chunk->back().key;
     for (auto& kv : *chunk) {

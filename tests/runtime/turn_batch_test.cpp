@@ -1,11 +1,15 @@
-// TurnBatch: a turn reads its own writes, and lists merge them with storage correctly.
+// TurnBatch: a turn reads its own writes, and lists merge them with storage correctly,
+// whether the committed state beneath comes straight from the backend or from a cache.
 #include "turn_batch.hpp"
+
+#include "object_cache.hpp"
 
 #include <doctest/doctest.h>
 
 #include "dorm/storage/memory_backend.hpp"
 #include "numbered.hpp"
 
+using dorm::ObjectCache;
 using dorm::TurnBatch;
 using dorm::storage::MemoryBackend;
 using dorm::storage::ScanOptions;
@@ -25,12 +29,21 @@ void store(MemoryBackend& b, std::initializer_list<std::pair<const char*, const 
   REQUIRE(b.commit(w).ok());
 }
 
+// The committed state as a turn reads it: the backend itself, or a cache of every key.
+std::size_t cache_bytes() {
+  std::size_t bytes = 0;
+  SUBCASE("uncached") { bytes = 0; }
+  SUBCASE("cached") { bytes = 1024 * 1024; }
+  return bytes;
+}
+
 }  // namespace
 
 TEST_CASE("turn batch: reads see the turn's own puts, deletes and range deletes") {
   MemoryBackend backend;
   store(backend, {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}});
-  TurnBatch t(backend);
+  ObjectCache committed(backend, "", cache_bytes());
+  TurnBatch t(committed);
   t.put("a", "10");
   t.del("b");
   t.delete_range("c", "e");
@@ -51,7 +64,8 @@ TEST_CASE("turn batch: limited and reverse scans merge overlay and storage in or
   WriteBatch w;
   for (int i = 0; i < 200; ++i) w.put(dorm::testing::numbered("k", 1000 + i), "s");
   REQUIRE(backend.commit(w).ok());
-  TurnBatch t(backend);
+  ObjectCache committed(backend, "", cache_bytes());
+  TurnBatch t(committed);
   // Delete the first 100 stored keys, add a few new ones in between.
   t.delete_range("k1000", "k1100");
   t.put("k1050x", "t");
