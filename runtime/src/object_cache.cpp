@@ -125,6 +125,13 @@ void ObjectCache::learn_scan(const storage::ScanOptions& options,
   for (const auto& kv : rows) remember(kv.key.substr(root_.size()), kv.value);
 }
 
+bool ObjectCache::known_absent(std::string_view key) const {
+  auto rel = enabled() ? relative(key) : std::nullopt;
+  if (!rel) return false;
+  if (auto it = slots_.find(*rel); it != slots_.end()) return !it->second.value;
+  return in_complete(*rel);
+}
+
 // ---- writes ----
 
 void ObjectCache::apply(const storage::WriteBatch& batch) {

@@ -64,6 +64,9 @@ class ObjectCache {
   Result<std::optional<std::string>> get(const std::string& key);
   Result<std::vector<storage::KeyValue>> scan(const storage::ScanOptions& options);
 
+  // Whether the store is known, from memory alone, not to hold `key`.
+  bool known_absent(std::string_view key) const;
+
   // `batch` committed: its writes to the object's keys are now what the store holds.
   void apply(const storage::WriteBatch& batch);
   // Forgets everything (the store may hold something the cache cannot know).

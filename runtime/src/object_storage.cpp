@@ -207,12 +207,16 @@ Result<void> ObjectStorage::index_del(std::string_view index, std::string_view k
 // ---- the turn ----
 
 Result<void> ObjectStorage::commit() {
-  if (batch_.empty()) return {};
-  auto committed = backend_.commit(batch_.writes());
+  const auto& writes = batch_.writes();
+  if (writes.empty()) {
+    batch_.clear();
+    return {};
+  }
+  auto committed = backend_.commit(writes);
   // Applied, the batch is what the store holds now. Failed, it may still have been applied
   // (a lost acknowledgement): what the store holds is unknown, so the cache forgets all.
   if (committed) {
-    cache_.apply(batch_.writes());
+    cache_.apply(writes);
   } else {
     cache_.clear();
   }

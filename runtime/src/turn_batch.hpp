@@ -37,10 +37,17 @@ class TurnBatch {
   void del(std::string key);
   void delete_range(std::string begin, std::string end);
 
-  bool empty() const { return batch_.empty(); }
-  std::size_t entries() const { return batch_.size(); }
-  std::size_t bytes() const { return batch_.byte_size(); }
-  const storage::WriteBatch& writes() const { return batch_; }
+  // The writes the turn asked for, and their key and value bytes: what the batch limits
+  // count (StorageLimits), however many of them the commit leaves out.
+  bool empty() const { return entries_ == 0; }
+  std::size_t entries() const { return entries_; }
+  std::size_t bytes() const { return bytes_; }
+  // What the commit applies, with the same effect as every write in order: the turn's
+  // range deletes, then each key's last write. A delete is left out where a range delete
+  // of the turn covers the key or the committed state is known not to hold it (a key
+  // written and deleted within one turn, such as a request's journal record when its tool
+  // finishes at once). Valid until the next write or clear(); empty if nothing is left.
+  const storage::WriteBatch& writes();
   void clear();
 
  private:
@@ -48,9 +55,11 @@ class TurnBatch {
   bool masked(const std::string& key) const;
 
   ObjectCache& committed_;
-  storage::WriteBatch batch_;                                  // what commit applies, in order
   std::map<std::string, std::optional<std::string>> overlay_;  // latest write per key
   std::vector<std::pair<std::string, std::string>> ranges_;    // range deletes of this turn
+  std::size_t entries_ = 0;
+  std::size_t bytes_ = 0;
+  storage::WriteBatch compacted_;  // built by writes()
 };
 
 }  // namespace dorm
