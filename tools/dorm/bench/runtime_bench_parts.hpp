@@ -90,8 +90,10 @@ struct StorageCacheFigures {
   double churn_cached_scans = 0, churn_uncached_scans = 0;           // per turn, last round
   // tools/call echo, one at a time.
   std::vector<double> call_cached_p50_ms, call_uncached_p50_ms;
+  std::vector<double> call_cached_cpu_us, call_uncached_cpu_us;  // process CPU per call
   struct PerCall {
-    double commits = 0, reads = 0, scans = 0;  // backend calls per tools/call, last round
+    // Backend calls (and operations committed) per tools/call, last round.
+    double commits = 0, ops = 0, reads = 0, scans = 0;
   };
   PerCall call_cached, call_uncached;
 };

@@ -11,15 +11,21 @@
 // 2. tools/call of the `echo` fixture in an MCP session, one call at a time through
 //    SessionClient (as the HTTP endpoint calls a session, without HTTP), cached and
 //    uncached sessions in two runtimes over two RocksDB stores, alternating in slices:
-//    p50 latency, and per call the backend commits, reads (gets and scans) and scans,
-//    counted by a FaultyBackend with no faults planned.
+//    p50 latency, the process's CPU time per call (every thread: the session's turn, the
+//    store, the waiting client), and per call the backend commits, the operations in those batches,
+//    reads (gets and scans) and scans, counted by a FaultyBackend with no faults planned
+//    and a wrapper that counts batch operations.
 #include <caf/atom.hpp>
+#include <time.h>
+
+#include <atomic>
 
 #include <chrono>
 #include <cstdio>
 #include <future>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench_stats.hpp"
@@ -130,9 +136,21 @@ void bench_churn(const RuntimeBenchOptions& o, const fs::path& dir, StorageCache
   runtime->shutdown();
 }
 
+// Counts the operations of the batches committed through it.
+class OpCounter : public storage::BackendWrapper {
+ public:
+  using BackendWrapper::BackendWrapper;
+  Result<void> commit(const storage::WriteBatch& batch) override {
+    ops.fetch_add(batch.size());
+    return BackendWrapper::commit(batch);
+  }
+  std::atomic<std::uint64_t> ops{0};
+};
+
 // An MCP server in process: sessions with the testing fixtures, over a counted store.
 struct CallServer {
   std::unique_ptr<storage::RocksDbBackend> rocks;
+  std::unique_ptr<OpCounter> ops;
   std::unique_ptr<storage::FaultyBackend> counted;
   mcp::ToolRegistry tools;
   actors::McpSessionOptions options;
@@ -140,11 +158,15 @@ struct CallServer {
   std::unique_ptr<execute::SessionClient> client;
   std::vector<double> ms;
   storage::FaultyBackend::Counters used;  // over the measured calls
+  std::uint64_t ops_used = 0;             // batch operations committed by them
+  double cpu_us = 0;                      // process CPU time spent in them
 };
 
 void start_call_server(CallServer& s, const fs::path& dir, std::size_t cache_bytes, int workers) {
+  fs::create_directories(dir);
   s.rocks = must(storage::RocksDbBackend::open(dir.string(), storage::Durability::process));
-  s.counted = std::make_unique<storage::FaultyBackend>(*s.rocks);
+  s.ops = std::make_unique<OpCounter>(*s.rocks);
+  s.counted = std::make_unique<storage::FaultyBackend>(*s.ops);
   must(actors::register_fixtures(s.tools, "testing"));
   s.options.tools = &s.tools;
   s.options.storage_cache_bytes = cache_bytes;
@@ -153,8 +175,17 @@ void start_call_server(CallServer& s, const fs::path& dir, std::size_t cache_byt
   s.client = std::make_unique<execute::SessionClient>(*s.runtime);
 }
 
+// CPU time of the whole process (every thread), in microseconds.
+double process_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
 void call_slice(CallServer& s, const std::string& session) {
   auto before = s.counted->counters();
+  auto ops = s.ops->ops.load();
+  double cpu = process_cpu_us();
   for (int k = 0; k < kCallsPerSlice; ++k) {
     auto r = s.client->call_tool(session, "echo", R"({"text":"hi"})");
     execute::expect_echo(r, "hi");
@@ -164,6 +195,8 @@ void call_slice(CallServer& s, const std::string& session) {
   s.used.commits += after.commits - before.commits;
   s.used.reads += after.reads - before.reads;
   s.used.scans += after.scans - before.scans;
+  s.ops_used += s.ops->ops.load() - ops;
+  s.cpu_us += process_cpu_us() - cpu;
 }
 
 void bench_calls(const RuntimeBenchOptions& o, const fs::path& dir, StorageCacheFigures& out) {
@@ -178,6 +211,8 @@ void bench_calls(const RuntimeBenchOptions& o, const fs::path& dir, StorageCache
       for (int k = 0; k < kWarmupCalls; ++k) s->client->call_tool(session, "echo", R"({"text":"w"})");
       s->ms.clear();
       s->used = {};
+      s->ops_used = 0;
+      s->cpu_us = 0;
     }
     for (int slice = 0; slice < kCallSlices; ++slice) {
       call_slice(slice % 2 ? plain : cached, session);
@@ -185,10 +220,13 @@ void bench_calls(const RuntimeBenchOptions& o, const fs::path& dir, StorageCache
     }
     out.call_cached_p50_ms.push_back(percentile(cached.ms, 50));
     out.call_uncached_p50_ms.push_back(percentile(plain.ms, 50));
+    out.call_cached_cpu_us.push_back(cached.cpu_us / kCalls);
+    out.call_uncached_cpu_us.push_back(plain.cpu_us / kCalls);
     for (auto [s, f] : {std::pair{&cached, &out.call_cached}, std::pair{&plain, &out.call_uncached}}) {
       f->commits = static_cast<double>(s->used.commits) / kCalls;
       f->reads = static_cast<double>(s->used.reads) / kCalls;
       f->scans = static_cast<double>(s->used.scans) / kCalls;
+      f->ops = static_cast<double>(s->ops_used) / kCalls;
     }
     std::printf("storage cache, echo round %d/%d: p50 cached %.3f ms, uncached %.3f ms\n", round,
                 o.rounds, out.call_cached_p50_ms.back(), out.call_uncached_p50_ms.back());
@@ -227,8 +265,12 @@ void print_storage_cache(const StorageCacheFigures& f) {
   std::printf("| tools/call echo, one at a time, p50 | ms | %.3f | %.3f | %.2f |\n",
               median(f.call_cached_p50_ms), median(f.call_uncached_p50_ms),
               ratio(f.call_cached_p50_ms, f.call_uncached_p50_ms));
+  std::printf("| tools/call echo: process CPU time | us/call | %.1f | %.1f | %.2f |\n",
+              median(f.call_cached_cpu_us), median(f.call_uncached_cpu_us),
+              ratio(f.call_cached_cpu_us, f.call_uncached_cpu_us));
   for (auto [name, cached, plain] :
        {std::tuple{"commits", f.call_cached.commits, f.call_uncached.commits},
+        std::tuple{"operations in its batches", f.call_cached.ops, f.call_uncached.ops},
         std::tuple{"backend reads (gets and scans)", f.call_cached.reads, f.call_uncached.reads},
         std::tuple{"backend scans", f.call_cached.scans, f.call_uncached.scans}}) {
     std::printf("| tools/call echo: %s | per call | %.2f | %.2f | |\n", name, cached, plain);
