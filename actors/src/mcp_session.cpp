@@ -526,6 +526,7 @@ Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& opt
   }
   NamespaceOptions ns;
   ns.idle_timeout = std::chrono::milliseconds(0);  // the idle policy evicts sessions
+  ns.storage_cache_bytes = options.storage_cache_bytes;
   return runtime.register_namespace(
       kMcpSessionNamespace, [&options] { return std::make_unique<McpSession>(options); }, ns);
 }

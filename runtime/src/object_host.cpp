@@ -10,7 +10,7 @@ namespace dorm::detail {
 ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
-                       std::chrono::milliseconds idle_timeout,
+                       const NamespaceOptions& ns_options,
                        std::optional<trace::TraceContext> cause)
     : caf::event_based_actor(cfg),
       runtime_(runtime),
@@ -20,8 +20,8 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* 
       object_(std::move(object)),
       start_reason_(reason),
       epoch_(epoch),
-      storage_(impl->backend, impl->options.limits, id_, epoch),
-      idle_timeout_(idle_timeout),
+      storage_(impl->backend, impl->options.limits, id_, epoch, ns_options.storage_cache_bytes),
+      idle_timeout_(ns_options.idle_timeout),
       trace_(std::move(cause)) {
   object_->host_ = this;
 }
@@ -60,6 +60,9 @@ void ObjectHost::on_exit() {
   adopted_.clear();
   if (object_) object_->host_ = nullptr;
   object_.reset();
+  // The actor may outlive this a little (references to it held elsewhere); its cache is
+  // of no use any more.
+  storage_.drop_cache();
   handlers_ = caf::behavior{};
   continuations_.clear();
   activation_.reset();

@@ -22,7 +22,7 @@ class ObjectHost : public caf::event_based_actor {
  public:
   ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
              std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
-             StartReason reason, Epoch epoch, std::chrono::milliseconds idle_timeout,
+             StartReason reason, Epoch epoch, const NamespaceOptions& ns_options,
              std::optional<trace::TraceContext> cause);
   ~ObjectHost() override;
 

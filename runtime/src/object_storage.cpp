@@ -16,14 +16,15 @@ Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
 }  // namespace
 
 ObjectStorage::ObjectStorage(storage::Backend& backend, const StorageLimits& limits,
-                             const ObjectId& id, Epoch epoch)
+                             const ObjectId& id, Epoch epoch, std::size_t cache_bytes)
     : backend_(backend),
       limits_(limits),
       id_(id),
       epoch_(epoch),
       root_(keys::object_prefix(id_.ns(), id_.body())),
       prefix_(root_ + keys::kObjectData),
-      batch_(backend) {}
+      cache_(backend, root_, cache_bytes),
+      batch_(cache_) {}
 
 Result<void> ObjectStorage::fail_turn(Error error) {
   if (!failure_) failure_ = error;
@@ -206,8 +207,19 @@ Result<void> ObjectStorage::index_del(std::string_view index, std::string_view k
 // ---- the turn ----
 
 Result<void> ObjectStorage::commit() {
-  if (batch_.empty()) return {};
-  auto committed = backend_.commit(batch_.writes());
+  const auto& writes = batch_.writes();
+  if (writes.empty()) {
+    batch_.clear();
+    return {};
+  }
+  auto committed = backend_.commit(writes);
+  // Applied, the batch is what the store holds now. Failed, it may still have been applied
+  // (a lost acknowledgement): what the store holds is unknown, so the cache forgets all.
+  if (committed) {
+    cache_.apply(writes);
+  } else {
+    cache_.clear();
+  }
   batch_.clear();
   return committed;
 }

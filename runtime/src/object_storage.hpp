@@ -2,7 +2,9 @@
 // and index calls write, and the one atomic commit that ends a turn.
 //
 // Every write goes into the turn's TurnBatch (reads see it first); nothing reaches the
-// backend before commit(). The object's keys live under its own prefix (keys.hpp); an alarm
+// backend before commit(). Beneath the batch, the activation's ObjectCache answers reads
+// of the object's own keys from memory where it can; a commit that succeeds is applied to
+// it, one that fails clears it (object_cache.hpp). The object's keys live under its own prefix (keys.hpp); an alarm
 // is two records written together, the object's record and its entry in the alarm index,
 // so one commit covers both. Limits (StorageLimits) are checked here with one rule
 // (docs/architecture.md#errors): one key or value over its limit is the caller's input —
@@ -29,14 +31,19 @@
 #include "dorm/runtime/object_id.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/backend.hpp"
+#include "object_cache.hpp"
 #include "turn_batch.hpp"
 
 namespace dorm::detail {
 
 class ObjectStorage {
  public:
+  // `cache_bytes`: the bound of the object's cache (0: none, every read goes to `backend`).
   ObjectStorage(storage::Backend& backend, const StorageLimits& limits, const ObjectId& id,
-                Epoch epoch);
+                Epoch epoch, std::size_t cache_bytes);
+  // Its cache refers to its key prefix: never copied.
+  ObjectStorage(const ObjectStorage&) = delete;
+  ObjectStorage& operator=(const ObjectStorage&) = delete;
 
   // ---- the object's own keys (relative to its prefix) ----
   Result<std::optional<std::string>> get(std::string_view key);
@@ -73,6 +80,9 @@ class ObjectStorage {
   Result<void> commit();
   // Drops the turn's writes (a failed turn).
   void discard();
+  // Frees the cache (the activation ends).
+  void drop_cache() { cache_.clear(); }
+  const ObjectCache& cache() const { return cache_; }
   // Records `error` as the turn's failure (the first one wins) and returns it.
   Result<void> fail_turn(Error error);
   // The alarm index key of the earliest alarm set since the last call: after a commit,
@@ -92,7 +102,8 @@ class ObjectStorage {
   Epoch epoch_;
   std::string root_;    // this object's key prefix
   std::string prefix_;  // where its user data lives (root_ + 'd')
-  TurnBatch batch_;
+  ObjectCache cache_;   // the committed state of the keys under root_, as far as known
+  TurnBatch batch_;     // reads through cache_
   std::optional<Error> failure_;
   std::uint64_t alarm_sequence_ = 0;
   std::optional<std::string> earliest_alarm_set_;

@@ -133,7 +133,7 @@ std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(
   // Spawned under the lock: a second sender for the same id finds this activation, never
   // a second one. Its messages queue until on_start has run.
   act->actor = system->spawn<detail::ObjectHost>(self, this, id, act, std::move(object), reason,
-                                                 epoch, ns->second.options.idle_timeout, cause);
+                                                 epoch, ns->second.options, cause);
   lru.push_front(id);
   act->lru = lru.begin();
   live.emplace(id, act);

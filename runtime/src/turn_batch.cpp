@@ -5,9 +5,11 @@
 namespace dorm {
 
 void TurnBatch::clear() {
-  batch_.clear();
   overlay_.clear();
   ranges_.clear();
+  entries_ = 0;
+  bytes_ = 0;
+  compacted_.clear();
 }
 
 bool TurnBatch::masked(const std::string& key) const {
@@ -16,27 +18,48 @@ bool TurnBatch::masked(const std::string& key) const {
 }
 
 void TurnBatch::put(std::string key, std::string value) {
-  batch_.put(key, value);
+  ++entries_;
+  bytes_ += key.size() + value.size();
   overlay_.insert_or_assign(std::move(key), std::move(value));
 }
 
 void TurnBatch::del(std::string key) {
-  batch_.del(key);
+  ++entries_;
+  bytes_ += key.size();
   overlay_.insert_or_assign(std::move(key), std::nullopt);
 }
 
 void TurnBatch::delete_range(std::string begin, std::string end) {
   if (end <= begin) return;
-  batch_.delete_range(begin, end);
+  ++entries_;
+  bytes_ += begin.size() + end.size();
   // Earlier writes in the range are gone; later ones will be added to the overlay again.
   overlay_.erase(overlay_.lower_bound(begin), overlay_.lower_bound(end));
   ranges_.emplace_back(std::move(begin), std::move(end));
 }
 
+const storage::WriteBatch& TurnBatch::writes() {
+  // Applying the range deletes first and then each key's last write is the same as
+  // applying every write in order: a write before a range delete that covers it was
+  // erased from the overlay by that delete, and one after it is the key's last write.
+  compacted_.clear();
+  for (const auto& [begin, end] : ranges_) compacted_.delete_range(begin, end);
+  for (const auto& [key, value] : overlay_) {
+    if (value) {
+      compacted_.put(key, *value);
+    } else if (!masked(key) && !committed_.known_absent(key)) {
+      // (A key written and deleted in the same turn, where the store holds none, costs
+      // the store nothing: no write and no tombstone.)
+      compacted_.del(key);
+    }
+  }
+  return compacted_;
+}
+
 Result<std::optional<std::string>> TurnBatch::get(const std::string& key) {
   if (auto it = overlay_.find(key); it != overlay_.end()) return it->second;
   if (masked(key)) return std::optional<std::string>{};
-  return backend_.get(key);
+  return committed_.get(key);
 }
 
 Result<std::vector<storage::KeyValue>> TurnBatch::scan(const storage::ScanOptions& options) {
@@ -62,7 +85,7 @@ Result<std::vector<storage::KeyValue>> TurnBatch::scan(const storage::ScanOption
   storage::ScanOptions page = options;
   page.limit = options.limit == 0 ? 0 : std::max<std::size_t>(options.limit, 64);
   while (true) {
-    auto chunk = backend_.scan(page);
+    auto chunk = committed_.scan(page);
     if (!chunk) return std::move(chunk).error();
     std::string last = chunk->empty() ? std::string() : chunk->back().key;
     for (auto& kv : *chunk) {

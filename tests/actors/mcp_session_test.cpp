@@ -599,7 +599,11 @@ TEST_CASE("tools/call kv_put of 200 KiB: a tool error naming the limit; the sess
 }
 
 TEST_CASE("a store failure while a tool finishes fails the turn: the session resets and the reaper answers the call") {
-  SessionFixture f;
+  SessionFixture f(false);
+  // Without a cache: with one, the session's reads are served from memory once loaded,
+  // and the read this test makes fail would not reach the store.
+  f.options.storage_cache_bytes = 0;
+  f.add_namespace();
   const std::string s = "s-finish-fails-001";
   REQUIRE(f.initialize(s).status == 200);
   SessionCall c;

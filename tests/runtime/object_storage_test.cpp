@@ -26,6 +26,7 @@ namespace {
 struct Fixture {
   MemoryBackend backend;
   StorageLimits limits;
+  std::size_t cache_bytes = 1024 * 1024;  // as NamespaceOptions' default
   IdCodec codec = IdCodec::create(std::string(IdCodec::kSecretBytes, 's')).value_or_throw();
   ObjectId a = codec.from_name("ns", "a");
   ObjectId b = codec.from_name("ns", "b");
@@ -51,8 +52,8 @@ std::vector<std::string> listed(ObjectStorage& s, ListOptions options = {}) {
 
 TEST_CASE("object storage: writes reach the backend only at commit, under the object's own prefix") {
   Fixture f;
-  ObjectStorage a(f.backend, f.limits, f.a, Epoch{1, 1});
-  ObjectStorage b(f.backend, f.limits, f.b, Epoch{1, 2});
+  ObjectStorage a(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage b(f.backend, f.limits, f.b, Epoch{1, 2}, f.cache_bytes);
   REQUIRE(a.put("k1", "v1").ok());
   REQUIRE(a.put("k2", "v2").ok());
   REQUIRE(b.put("k1", "other").ok());
@@ -74,7 +75,7 @@ TEST_CASE("object storage: writes reach the backend only at commit, under the ob
 
 TEST_CASE("object storage: list narrows by prefix, start, end and limit, both directions") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1});
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
   for (const char* k : {"a/1", "a/2", "a/3", "b/1"}) REQUIRE(s.put(k, "x").ok());
   ListOptions prefix;
   prefix.prefix = "a/";
@@ -98,7 +99,7 @@ TEST_CASE("object storage: an oversized key or value is the caller's error; a ba
   f.limits.max_value_bytes = 8;
   f.limits.max_key_bytes = 4;
   f.limits.max_batch_entries = 3;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1});
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
   s.begin_turn();
   auto big = s.put("k", "123456789");
   REQUIRE_FALSE(big.ok());
@@ -123,7 +124,7 @@ TEST_CASE("object storage: an oversized key or value is the caller's error; a ba
 
 TEST_CASE("object storage: an alarm is a record and an index entry, set, moved and deleted together") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{3, 9});
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{3, 9}, f.cache_bytes);
   REQUIRE(s.set_alarm("late", 5'000).ok());
   REQUIRE(s.set_alarm("early", 1'000).ok());
   auto earliest = s.take_earliest_alarm();
@@ -151,8 +152,8 @@ TEST_CASE("object storage: an alarm is a record and an index entry, set, moved a
 
 TEST_CASE("object storage: delete_all removes the object's data, alarms and their index entries, and nothing else") {
   Fixture f;
-  ObjectStorage a(f.backend, f.limits, f.a, Epoch{1, 1});
-  ObjectStorage b(f.backend, f.limits, f.b, Epoch{1, 1});
+  ObjectStorage a(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage b(f.backend, f.limits, f.b, Epoch{1, 1}, f.cache_bytes);
   REQUIRE(a.put("k", "v").ok());
   REQUIRE(a.set_alarm("x", 10).ok());
   REQUIRE(a.index_put("app.things", "a", "1").ok());
@@ -172,7 +173,7 @@ TEST_CASE("object storage: delete_all removes the object's data, alarms and thei
 
 TEST_CASE("object storage: runtime index names are checked, and dorm.* is reserved") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1});
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
   REQUIRE(s.index_put("app.things", "k", "v").ok());
   REQUIRE(s.index_del("app.things", "gone").ok());
   auto reserved = s.index_put("dorm.alarms", "k", "v");

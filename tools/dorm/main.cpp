@@ -322,6 +322,9 @@ void add_bench_runtime_load_options(CLI::App& cmd, dorm::bench::RuntimeBenchOpti
   cmd.add_option("--idle-objects", options.idle_objects, "Idle resident objects (memory)")
       ->capture_default_str()
       ->check(CLI::Range(1000, 10'000'000));
+  cmd.add_option("--storage-cache-bytes", options.storage_cache_bytes,
+                 "Storage cache bound of the idle objects (memory; 0 = no cache)")
+      ->capture_default_str();
 }
 
 Subcommand add_bench_runtime(CLI::App& bench) {
@@ -346,7 +349,7 @@ Subcommand add_bench_runtime(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::Range(1, 600));
   cmd->add_option("--part", options->parts, "Run only this part (repeatable; default: all)")
-      ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms"}));
+      ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms", "storage-cache"}));
   return bench_subcommand(cmd, options, dorm::bench::run_runtime_bench);
 }
 

@@ -1,6 +1,6 @@
 // `dorm bench runtime` — what the durable-object runtime costs over bare CAF.
 //
-// Four parts, each in its own file, all run from here and printed as tables:
+// Five parts, each in its own file, all run from here and printed as tables:
 //
 // - Round trips (this file): requests per second to 1, 100 and 10,000 objects, K requests
 //   in flight. Baseline: a bare CAF client actor pipelining request(...).then(...) to as
@@ -15,6 +15,8 @@
 //   object whose on_start reads 3 keys from a freshly opened RocksDB database.
 // - Alarms (alarm_bench.cpp): lateness with 1,000,000 alarms pending while 10,000/s come
 //   due, and the time from Runtime::start to the scheduler's first armed timer.
+// - Storage cache (storage_cache_bench.cpp): a listing under write/delete churn and an MCP
+//   tools/call, with and without the object storage cache.
 #include "runtime_bench.hpp"
 
 #include <algorithm>
@@ -202,7 +204,9 @@ double bare_kib_per_object(const RuntimeBenchOptions& o) {
 
 double dorm_kib_per_object(const RuntimeBenchOptions& o, storage::Backend& backend) {
   auto runtime = start_runtime(backend, o.workers);
-  must(runtime->register_namespace("idle", [] { return std::make_unique<IdleObject>(); }));
+  NamespaceOptions idle;
+  idle.storage_cache_bytes = o.storage_cache_bytes;
+  must(runtime->register_namespace("idle", [] { return std::make_unique<IdleObject>(); }, idle));
   double before = resident_bytes();
   Runtime& rt = *runtime;
   RequestPipeline(
@@ -414,11 +418,14 @@ int run_runtime_bench(const RuntimeBenchOptions& o) {
   if (wanted(o, "activation")) cold = bench_cold_activation(o, root / "cold");
   std::optional<AlarmFigures> alarms;
   if (wanted(o, "alarms")) alarms = bench_alarms(o, root / "alarms");
+  std::optional<StorageCacheFigures> cache;
+  if (wanted(o, "storage-cache")) cache = bench_storage_cache(o, root / "storage-cache");
 
   if (!round_trips.empty()) print_round_trips(round_trips);
   if (memory) print_idle_memory(*memory, o);
   if (cold) print_cold_activation(*cold, o);
   if (alarms) print_alarms(*alarms, o);
+  if (cache) print_storage_cache(*cache);
 
   if (temporary) {
     fs::remove_all(root);

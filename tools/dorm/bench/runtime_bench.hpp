@@ -14,12 +14,14 @@ struct RuntimeBenchOptions {
   int in_flight = 100;         // requests outstanding at once (round trips, activation)
   int requests = 400'000;      // round trips per row, subject and round
   int idle_objects = 100'000;  // resident idle objects (memory)
+  // The idle objects' storage cache bound (NamespaceOptions::storage_cache_bytes; 0 = none).
+  std::size_t storage_cache_bytes = 1024 * 1024;
   int cold_objects = 100'000;  // objects on disk (cold activation)
   int cold_sample = 10'000;    // of which this many are activated per round
   int alarms = 1'000'000;      // alarms pending (lateness, re-arm at start)
   int alarm_rate = 10'000;     // alarms per second coming due in the measured window
   int alarm_window_s = 5;      // length of that window
-  // Which parts to run: round-trips, memory, activation, alarms (empty: all).
+  // Which parts to run: round-trips, memory, activation, alarms, storage-cache (empty: all).
   std::vector<std::string> parts;
 };
 

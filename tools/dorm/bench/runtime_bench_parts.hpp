@@ -82,4 +82,23 @@ struct AlarmFigures {
 };
 AlarmFigures bench_alarms(const RuntimeBenchOptions& options, const std::filesystem::path& dir);
 
+// ---- the object storage cache (storage_cache_bench.cpp) ----
+struct StorageCacheFigures {
+  // Listing a prefix under write/delete churn: one value per round.
+  std::vector<double> churn_cached_turns_s, churn_uncached_turns_s;
+  std::vector<double> churn_cached_last_us, churn_uncached_last_us;  // the last slice
+  double churn_cached_scans = 0, churn_uncached_scans = 0;           // per turn, last round
+  // tools/call echo, one at a time.
+  std::vector<double> call_cached_p50_ms, call_uncached_p50_ms;
+  std::vector<double> call_cached_cpu_us, call_uncached_cpu_us;  // process CPU per call
+  struct PerCall {
+    // Backend calls (and operations committed) per tools/call, last round.
+    double commits = 0, ops = 0, reads = 0, scans = 0;
+  };
+  PerCall call_cached, call_uncached;
+};
+StorageCacheFigures bench_storage_cache(const RuntimeBenchOptions& options,
+                                        const std::filesystem::path& dir);
+void print_storage_cache(const StorageCacheFigures& figures);
+
 }  // namespace dorm::bench

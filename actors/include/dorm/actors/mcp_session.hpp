@@ -55,6 +55,10 @@ struct McpSessionOptions {
   // A session idle this long is deleted (storage included) by its idle alarm: most
   // clients never send DELETE. `dorm serve --session-ttl`.
   std::chrono::milliseconds session_ttl{7LL * 24 * 60 * 60 * 1000};
+  // The bound of each resident session's storage cache (NamespaceOptions::
+  // storage_cache_bytes; 0 = none): a session's per-call reads and listings are then
+  // served from memory once loaded.
+  std::size_t storage_cache_bytes = NamespaceOptions{}.storage_cache_bytes;
   // Development switches, to reproduce the incident the reaper and priming fix (hidden
   // `dorm serve --no-reaper` / `--no-priming`); never turn them off in production.
   // reaper: every start answers the requests a dead activation left unanswered (reaper.hpp).

@@ -93,6 +93,12 @@ struct NamespaceOptions {
   // An activation idle (no message accepted, no lease) this long stops with
   // on_stop(idle) and leaves memory; its next message activates it again. 0 = never.
   std::chrono::milliseconds idle_timeout{0};
+  // Bound of each activation's storage cache, in bytes of keys, values and bookkeeping
+  // (0 = no cache: every read and listing goes to the backend). An object is the only
+  // writer of its keys, so once read or listed they are served from memory, kept in step
+  // by the object's own commits, until the activation ends (docs/runtime.md#storage-cache).
+  // Resident objects x this bound is the most the caches may hold together.
+  std::size_t storage_cache_bytes = 1024 * 1024;
 };
 
 using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;

@@ -1,0 +1,302 @@
+#include "object_cache.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace dorm {
+namespace {
+
+std::size_t range_bytes(const std::string& lower, const std::optional<std::string>& upper) {
+  return ObjectCache::kRangeBytes + lower.size() + (upper ? upper->size() : 0);
+}
+
+}  // namespace
+
+std::optional<std::string> ObjectCache::relative(std::string_view key) const {
+  // Every key in [root_, successor of root_) begins with root_, and no other key does.
+  if (!key.starts_with(root_)) return std::nullopt;
+  return std::string(key.substr(root_.size()));
+}
+
+bool ObjectCache::relative_bounds(const storage::ScanOptions::Bounds& bounds, std::string& lower,
+                                  End& upper) const {
+  auto rel_lower = relative(bounds.lower);
+  if (!rel_lower) return false;
+  lower = std::move(*rel_lower);
+  upper.reset();
+  if (root_.empty()) {
+    upper = bounds.upper;
+    return true;
+  }
+  if (!bounds.upper) return false;  // the scan runs past the object's keys
+  if ((upper = relative(*bounds.upper))) return true;
+  // bounds.upper lies past the object's keys: only their end itself keeps the scan inside.
+  auto end = storage::ScanOptions::prefix_successor(root_);
+  return end && *bounds.upper == *end;
+}
+
+// ---- reads ----
+
+Result<std::optional<std::string>> ObjectCache::get(const std::string& key) {
+  auto rel = enabled() ? relative(key) : std::nullopt;
+  if (!rel) return backend_.get(key);
+  if (auto ok = prefetch(); !ok) return std::move(ok).error();
+  if (auto it = slots_.find(*rel); it != slots_.end()) {
+    it->second.used = ++clock_;
+    return it->second.value;
+  }
+  if (in_complete(*rel)) return std::optional<std::string>{};
+  auto value = backend_.get(key);
+  if (!value) return value;
+  remember(*rel, *value);
+  trim();
+  return value;
+}
+
+Result<std::vector<storage::KeyValue>> ObjectCache::scan(const storage::ScanOptions& options) {
+  if (!enabled()) return backend_.scan(options);
+  if (auto ok = options.validate(); !ok) return std::move(ok).error();
+  auto bounds = options.bounds();
+  if (bounds.empty()) return std::vector<storage::KeyValue>{};
+  std::string lower;
+  End upper;
+  if (!relative_bounds(bounds, lower, upper)) return backend_.scan(options);
+  if (auto ok = prefetch(); !ok) return std::move(ok).error();
+  if (covered(lower, upper)) return from_memory(options, lower, upper);
+  auto rows = backend_.scan(options);
+  if (!rows) return rows;
+  learn_scan(options, *rows, lower, upper);
+  trim();
+  return rows;
+}
+
+Result<void> ObjectCache::prefetch() {
+  if (prefetched_) return {};
+  storage::ScanOptions all;
+  all.start = std::string(root_);
+  all.end = storage::ScanOptions::prefix_successor(root_);
+  all.limit = kPrefetchEntries;
+  auto rows = backend_.scan(all);
+  if (!rows) return std::move(rows).error();
+  prefetched_ = true;
+  learn_scan(all, *rows, std::string(), std::nullopt);
+  trim();
+  return {};
+}
+
+std::vector<storage::KeyValue> ObjectCache::from_memory(const storage::ScanOptions& options,
+                                                        const std::string& lower,
+                                                        const End& upper) {
+  std::vector<storage::KeyValue> out;
+  auto first = slots_.lower_bound(lower);
+  auto last = upper ? slots_.lower_bound(*upper) : slots_.end();
+  auto take = [&](Slots::iterator it) {
+    if (!it->second.value) return true;  // known absent
+    it->second.used = ++clock_;
+    out.push_back({std::string(root_) + it->first, *it->second.value});
+    return options.limit == 0 || out.size() < options.limit;
+  };
+  if (!options.reverse) {
+    for (auto it = first; it != last && take(it); ++it) {
+    }
+  } else {
+    for (auto it = last; it != first && take(std::prev(it)); --it) {
+    }
+  }
+  return out;
+}
+
+void ObjectCache::learn_scan(const storage::ScanOptions& options,
+                             const std::vector<storage::KeyValue>& rows, const std::string& lower,
+                             const End& upper) {
+  // The range first: remembering a row too large to keep drops the range around it.
+  if (options.limit == 0 || rows.size() < options.limit) {
+    add_complete(lower, upper);
+  } else if (!rows.empty()) {
+    // A limited scan saw everything between its start and its last row.
+    std::string last = rows.back().key.substr(root_.size());
+    if (options.reverse) {
+      add_complete(std::move(last), upper);
+    } else {
+      add_complete(lower, last + '\0');  // the smallest key after `last`
+    }
+  }
+  for (const auto& kv : rows) remember(kv.key.substr(root_.size()), kv.value);
+}
+
+bool ObjectCache::known_absent(std::string_view key) const {
+  auto rel = enabled() ? relative(key) : std::nullopt;
+  if (!rel) return false;
+  if (auto it = slots_.find(*rel); it != slots_.end()) return !it->second.value;
+  return in_complete(*rel);
+}
+
+// ---- writes ----
+
+void ObjectCache::apply(const storage::WriteBatch& batch) {
+  if (!enabled()) return;
+  for (const auto op : batch) {
+    switch (op.kind) {
+      case storage::WriteBatch::Kind::put:
+        if (auto rel = relative(op.key)) remember(*rel, std::string(op.value));
+        break;
+      case storage::WriteBatch::Kind::del:
+        if (auto rel = relative(op.key)) {
+          if (!in_complete(*rel)) {
+            remember(*rel, std::nullopt);
+          } else if (auto it = slots_.find(*rel); it != slots_.end()) {
+            erase_slot(it);  // the range says it is absent
+          }
+        }
+        break;
+      case storage::WriteBatch::Kind::delete_range:
+        apply_range_delete(op.key, op.value);
+        break;
+    }
+  }
+  trim();
+}
+
+void ObjectCache::apply_range_delete(std::string_view begin, std::string_view end) {
+  // The part of [begin, end) among the object's keys is empty now, and known to be.
+  std::string lower;
+  End upper;
+  if (root_.empty()) {
+    lower = begin;
+    upper = std::string(end);
+  } else {
+    if (begin < root_) {
+      lower.clear();  // from the object's first key
+    } else if (auto rel = relative(begin)) {
+      lower = std::move(*rel);
+    } else {
+      return;  // begins past the object's keys
+    }
+    upper = relative(end);  // none: it ends past them
+    if (!upper && end <= root_) return;  // it ends before them
+  }
+  if (upper && *upper <= lower) return;
+  auto it = slots_.lower_bound(lower);
+  while (it != slots_.end() && (!upper || it->first < *upper)) erase_slot(it++);
+  add_complete(std::move(lower), std::move(upper));
+}
+
+void ObjectCache::clear() {
+  slots_.clear();
+  complete_.clear();
+  whole_ = false;
+  bytes_ = 0;
+  prefetched_ = false;
+}
+
+// ---- entries ----
+
+void ObjectCache::remember(const std::string& key, std::optional<std::string> value) {
+  std::size_t cost = kSlotBytes + key.size() + (value ? value->size() : 0);
+  auto it = slots_.find(key);
+  if (cost > max_bytes_ / 4) {
+    // One entry must not push out most of the others: it is forgotten instead, and so is
+    // the complete range around it (which would otherwise call it absent).
+    if (it != slots_.end()) erase_slot(it);
+    drop_complete_at(key);
+    return;
+  }
+  if (it == slots_.end()) {
+    it = slots_.emplace(key, Slot{}).first;
+  } else {
+    const auto& old = it->second.value;
+    bytes_ -= kSlotBytes + key.size() + (old ? old->size() : 0);
+  }
+  it->second.value = std::move(value);
+  it->second.used = ++clock_;
+  bytes_ += cost;
+}
+
+void ObjectCache::erase_slot(Slots::iterator it) {
+  const auto& value = it->second.value;
+  bytes_ -= kSlotBytes + it->first.size() + (value ? value->size() : 0);
+  slots_.erase(it);
+}
+
+void ObjectCache::trim() {
+  if (bytes_ <= max_bytes_) return;
+  // Least recently used first, until an eighth of the bound is free: one sort serves many
+  // later inserts.
+  const std::size_t target = max_bytes_ - max_bytes_ / 8;
+  std::vector<std::pair<std::uint64_t, Slots::iterator>> by_age;
+  by_age.reserve(slots_.size());
+  for (auto it = slots_.begin(); it != slots_.end(); ++it) by_age.emplace_back(it->second.used, it);
+  std::sort(by_age.begin(), by_age.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [used, it] : by_age) {
+    if (bytes_ <= target) return;
+    // A present key leaving a complete range leaves a hole the range cannot describe.
+    if (it->second.value) drop_complete_at(it->first);
+    erase_slot(it);
+  }
+  if (bytes_ > target) drop_all_complete();  // only ranges are left (many empty listings)
+}
+
+// ---- complete ranges ----
+
+bool ObjectCache::in_complete(const std::string& key) const {
+  if (whole_) return true;
+  auto it = complete_.upper_bound(key);
+  if (it == complete_.begin()) return false;
+  --it;
+  return !it->second || key < *it->second;
+}
+
+bool ObjectCache::covered(const std::string& lower, const End& upper) const {
+  if (whole_) return true;
+  auto it = complete_.upper_bound(lower);
+  if (it == complete_.begin()) return false;
+  --it;
+  if (!it->second) return true;
+  return lower < *it->second && upper && *upper <= *it->second;
+}
+
+void ObjectCache::add_complete(std::string lower, End upper) {
+  if (whole_ || (upper && *upper <= lower)) return;
+  if (lower.empty() && !upper) {
+    drop_all_complete();
+    whole_ = true;
+    return;
+  }
+  // Merge with every range it overlaps or touches, so ranges stay disjoint.
+  auto it = complete_.upper_bound(lower);
+  if (it != complete_.begin()) {
+    auto prev = std::prev(it);
+    if (!prev->second || *prev->second >= lower) it = prev;
+  }
+  while (it != complete_.end() && (!upper || it->first <= *upper)) {
+    if (it->first < lower) lower = it->first;
+    if (upper && (!it->second || *it->second > *upper)) upper = it->second;
+    bytes_ -= range_bytes(it->first, it->second);
+    it = complete_.erase(it);
+  }
+  bytes_ += range_bytes(lower, upper);
+  complete_.emplace(std::move(lower), std::move(upper));
+}
+
+void ObjectCache::drop_complete_at(const std::string& key) {
+  if (whole_) {
+    whole_ = false;
+    return;
+  }
+  auto it = complete_.upper_bound(key);
+  if (it == complete_.begin()) return;
+  --it;
+  if (it->second && key >= *it->second) return;
+  bytes_ -= range_bytes(it->first, it->second);
+  complete_.erase(it);
+}
+
+void ObjectCache::drop_all_complete() {
+  whole_ = false;
+  for (const auto& [lower, upper] : complete_) bytes_ -= range_bytes(lower, upper);
+  complete_.clear();
+}
+
+}  // namespace dorm

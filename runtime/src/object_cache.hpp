@@ -1,0 +1,123 @@
+// ObjectCache — one activation's memory of its own committed keys.
+//
+// A durable object is the only writer of the keys under its prefix: one activation per id
+// at a time, a dead activation's storage handle is fenced, and every write of the object
+// is a batch it commits itself. So what the activation once read stays true until it
+// writes that key again, and each of its writes passes through here when its turn commits
+// (apply). The cache then answers, without the backend:
+//   - a point read of a key it has seen (read, written, or listed), present or absent;
+//   - a point read of any key inside a complete range (absent unless it holds the key);
+//   - a listing whose range lies inside one complete range.
+// A range becomes complete when a backend scan has returned everything in it (a listing
+// without a limit, or the part of a limited one up to its last row), when delete_all
+// emptied it, and, for the whole object, when the first read of the activation found at
+// most kPrefetchEntries keys (a new or small object is then fully known after one scan).
+//
+// It holds committed state only: entries come from backend reads, which see committed
+// state, and from batches the backend acknowledged. A commit that failed (nothing
+// applied, or applied and reported failed: the outcome is unknown) clears it. The turn's
+// own uncommitted writes live above it, in TurnBatch.
+//
+// Bounded: at most `max_bytes` of keys, values and bookkeeping (kSlotBytes per entry,
+// kRangeBytes per range: estimates of the node and allocator overhead). Over it, the
+// least recently used entries go until an eighth of the bound is free (one sort per
+// eviction round, not a list node per entry), and with each present one the complete
+// range it lay in (absent keys of that range could no longer be told from forgotten
+// ones), so reads fall back to the store. max_bytes 0 turns it off: every read goes to
+// the backend.
+//
+// Keys outside the object's prefix (index entries) are never cached: other objects write
+// those. Single-threaded, like the activation that owns it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dorm/result.hpp"
+#include "dorm/storage/backend.hpp"
+#include "dorm/storage/write_batch.hpp"
+
+namespace dorm {
+
+class ObjectCache {
+ public:
+  // Bookkeeping estimates per entry and per range (a std::map node with its key and an
+  // optional value, with malloc's header), counted with the bytes of the keys and values.
+  static constexpr std::size_t kSlotBytes = 128;
+  static constexpr std::size_t kRangeBytes = 96;
+  // The first read of an activation lists this many of the object's keys at most: an
+  // object with fewer is then known whole (negative lookups included) after one scan,
+  // and a larger one pays one short scan once.
+  static constexpr std::size_t kPrefetchEntries = 16;
+
+  // Caches the keys beginning with `root` (every key when empty) of `backend`. `root`
+  // must outlive the cache (ObjectStorage's own copy of the prefix).
+  ObjectCache(storage::Backend& backend, std::string_view root, std::size_t max_bytes)
+      : backend_(backend), root_(root), max_bytes_(max_bytes) {}
+
+  // As Backend::get and Backend::scan, answered from memory where the cache can.
+  Result<std::optional<std::string>> get(const std::string& key);
+  Result<std::vector<storage::KeyValue>> scan(const storage::ScanOptions& options);
+
+  // Whether the store is known, from memory alone, not to hold `key`.
+  bool known_absent(std::string_view key) const;
+
+  // `batch` committed: its writes to the object's keys are now what the store holds.
+  void apply(const storage::WriteBatch& batch);
+  // Forgets everything (the store may hold something the cache cannot know).
+  void clear();
+
+  std::size_t bytes() const { return bytes_; }
+  std::size_t entries() const { return slots_.size(); }
+
+ private:
+  // Keys below are relative to root_. A range end of nullopt is the end of the object.
+  using End = std::optional<std::string>;
+  struct Slot {
+    std::optional<std::string> value;  // nullopt: known absent
+    std::uint64_t used = 0;            // when last read or written (LRU)
+  };
+  using Slots = std::map<std::string, Slot, std::less<>>;
+
+  bool enabled() const { return max_bytes_ > 0; }
+  // The relative form of `key`, if it is one of the object's keys.
+  std::optional<std::string> relative(std::string_view key) const;
+  // The relative [lower, upper) of a scan, if it lies inside the object's keys.
+  bool relative_bounds(const storage::ScanOptions::Bounds& bounds, std::string& lower,
+                       End& upper) const;
+  Result<void> prefetch();
+  std::vector<storage::KeyValue> from_memory(const storage::ScanOptions& options,
+                                             const std::string& lower, const End& upper);
+  void learn_scan(const storage::ScanOptions& options, const std::vector<storage::KeyValue>& rows,
+                  const std::string& lower, const End& upper);
+  void apply_range_delete(std::string_view begin, std::string_view end);
+
+  void remember(const std::string& key, std::optional<std::string> value);
+  void erase_slot(Slots::iterator it);
+  void trim();
+
+  // ---- complete ranges (whole_: the object itself, without a node) ----
+  bool in_complete(const std::string& key) const;
+  bool covered(const std::string& lower, const End& upper) const;
+  void add_complete(std::string lower, End upper);
+  // Drops the complete range holding `key`, if any.
+  void drop_complete_at(const std::string& key);
+  void drop_all_complete();
+
+  storage::Backend& backend_;
+  std::string_view root_;
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::uint64_t clock_ = 0;  // stamps Slot::used
+  bool prefetched_ = false;
+  bool whole_ = false;  // every key of the object is known
+  Slots slots_;
+  std::map<std::string, End> complete_;  // disjoint ranges [begin, end), when not whole_
+};
+
+}  // namespace dorm
