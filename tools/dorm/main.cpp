@@ -257,7 +257,7 @@ Subcommand add_bench_runtime(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::Range(1, 600));
   cmd->add_option("--part", options->parts, "Run only this part (repeatable; default: all)")
-      ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms"}));
+      ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms", "rearms"}));
   return bench_subcommand(cmd, options, dorm::bench::run_runtime_bench);
 }
 

@@ -1,6 +1,6 @@
 // `dorm bench runtime` — what the durable-object runtime costs over bare CAF.
 //
-// Four parts, each in its own file, all run from here and printed as tables:
+// Five parts, each in its own file, all run from here and printed as tables:
 //
 // - Round trips (this file): requests per second to 1, 100 and 10,000 objects, K requests
 //   in flight. Baseline: a bare CAF client actor pipelining request(...).then(...) to as
@@ -15,6 +15,8 @@
 //   object whose on_start reads 3 keys from a freshly opened RocksDB database.
 // - Alarms (alarm_bench.cpp): lateness with 1,000,000 alarms pending while 10,000/s come
 //   due, and the time from Runtime::start to the scheduler's first armed timer.
+// - Alarm re-arms (rearm_bench.cpp): re-arms/s of 1,000 objects' alarms over 10,000 and
+//   100,000 re-arms, against the same turns writing a key instead.
 #include "runtime_bench.hpp"
 
 #include <algorithm>
@@ -395,6 +397,21 @@ void print_alarms(const AlarmFigures& a, const RuntimeBenchOptions& o) {
   std::printf("(alarm index entries the scheduler read at start: %zu)\n", a.index_entries_read);
 }
 
+void print_rearms(const std::vector<RearmRow>& rows) {
+  std::printf(
+      "\n| row | unit | re-arm (set_alarm later) | baseline (put one key) | ratio | alarm index "
+      "scans |\n|---|---|---:|---:|---:|---:|\n");
+  for (const auto& r : rows) {
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < r.rearm_per_s.size(); ++i) {
+      ratios.push_back(r.rearm_per_s[i] / r.put_per_s[i]);
+    }
+    std::printf("| %s requests over 1,000 objects | /s | %.0f | %.0f | %.2f | %llu |\n",
+                with_commas(r.requests).c_str(), median(r.rearm_per_s), median(r.put_per_s),
+                median(ratios), static_cast<unsigned long long>(r.scans));
+  }
+}
+
 }  // namespace
 
 int run_runtime_bench(const RuntimeBenchOptions& o) {
@@ -414,17 +431,21 @@ int run_runtime_bench(const RuntimeBenchOptions& o) {
   if (wanted(o, "activation")) cold = bench_cold_activation(o, root / "cold");
   std::optional<AlarmFigures> alarms;
   if (wanted(o, "alarms")) alarms = bench_alarms(o, root / "alarms");
+  std::vector<RearmRow> rearms;
+  if (wanted(o, "rearms")) rearms = bench_rearms(o, root / "rearms");
 
   if (!round_trips.empty()) print_round_trips(round_trips);
   if (memory) print_idle_memory(*memory, o);
   if (cold) print_cold_activation(*cold, o);
   if (alarms) print_alarms(*alarms, o);
+  if (!rearms.empty()) print_rearms(rearms);
 
   if (temporary) {
     fs::remove_all(root);
   } else {
     fs::remove_all(root / "cold");
     fs::remove_all(root / "alarms");
+    fs::remove_all(root / "rearms");
   }
   return 0;
 }

@@ -82,4 +82,14 @@ struct AlarmFigures {
 };
 AlarmFigures bench_alarms(const RuntimeBenchOptions& options, const std::filesystem::path& dir);
 
+// ---- alarm re-arms (rearm_bench.cpp) ----
+struct RearmRow {
+  int requests = 0;                 // re-arms (or puts) per measurement
+  std::vector<double> rearm_per_s;  // one per round
+  std::vector<double> put_per_s;    // the baseline: the same turns writing a key instead
+  std::uint64_t scans = 0;          // alarm index scans during the last round's re-arms
+};
+std::vector<RearmRow> bench_rearms(const RuntimeBenchOptions& options,
+                                   const std::filesystem::path& dir);
+
 }  // namespace dorm::bench
