@@ -15,12 +15,11 @@
 // the re-arms counts even when it lags behind the objects' replies. Flat means the
 // re-arms/s at 100,000 match those at 10,000, and the ratio to the baseline holds. A
 // Backend decorator counts the scheduler's reads of the alarm index meanwhile.
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 
+#include "alarm_scan_count.hpp"
 #include "bench_stats.hpp"
-#include "dorm/runtime/keys.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "request_pipeline.hpp"
 #include "runtime_bench_parts.hpp"
@@ -54,22 +53,6 @@ class RearmedObject : public DurableObject {
   void on_alarm(const AlarmInfo&) override {
     throw std::runtime_error("a re-armed alarm fired: they are all a day out");
   }
-};
-
-// Counts scans of the alarm index (the scheduler's reads; nothing else reads it here).
-class AlarmScanCount final : public storage::BackendWrapper {
- public:
-  explicit AlarmScanCount(storage::Backend& target)
-      : storage::BackendWrapper(target), prefix_(keys::index_prefix(keys::kAlarmIndex)) {}
-  Result<std::vector<storage::KeyValue>> scan(const storage::ScanOptions& options) override {
-    if (options.start.starts_with(prefix_)) scans_.fetch_add(1);
-    return storage::BackendWrapper::scan(options);
-  }
-  std::uint64_t scans() const { return scans_.load(); }
-
- private:
-  std::string prefix_;
-  std::atomic<std::uint64_t> scans_{0};
 };
 
 struct Run {

@@ -381,6 +381,8 @@ void print_alarms(const AlarmFigures& a, const RuntimeBenchOptions& o) {
     std::printf("| alarm lateness, %s pending, %s/s due, %s | ms | %.0f | %.3f |\n",
                 pending.c_str(), rate.c_str(), name, median(*ms), median(*us));
   }
+  std::printf("| alarm index scans while they came due | scans | %.0f | |\n",
+              median(a.window_scans));
   std::printf("(%s alarms due per round over %d s; storing the %s pending alarms took %.1f s)\n",
               with_commas(a.firing).c_str(), o.alarm_window_s, pending.c_str(), a.set_seconds);
   std::string delivered = with_commas(a.delivered);

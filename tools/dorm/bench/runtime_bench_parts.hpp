@@ -79,6 +79,7 @@ struct AlarmFigures {
   std::vector<double> delivered_open_ms, delivered_armed_ms, delivered_start_ms;
   std::vector<double> late_p50, late_p99, late_max;           // ms (AlarmInfo), one per round
   std::vector<double> late_p50_us, late_p99_us, late_max_us;  // the same, to the microsecond
+  std::vector<double> window_scans;  // alarm index scans while the round's alarms came due
 };
 AlarmFigures bench_alarms(const RuntimeBenchOptions& options, const std::filesystem::path& dir);
 
