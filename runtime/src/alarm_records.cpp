@@ -29,12 +29,17 @@ std::string encode_index_key(const AlarmIndexKey& k) {
   return out;
 }
 
-std::optional<AlarmIndexKey> decode_index_key(std::string_view key) {
-  if (key.size() < 8 + 1 + ObjectId::kBodyBytes) return std::nullopt;
+std::optional<std::int64_t> decode_due(std::string_view key) {
+  if (key.size() < 8) return std::nullopt;
   std::uint64_t biased = 0;
   for (int i = 0; i < 8; ++i) biased = biased << 8 | static_cast<unsigned char>(key[static_cast<std::size_t>(i)]);
+  return static_cast<std::int64_t>(biased ^ (std::uint64_t{1} << 63));
+}
+
+std::optional<AlarmIndexKey> decode_index_key(std::string_view key) {
+  if (key.size() < 8 + 1 + ObjectId::kBodyBytes) return std::nullopt;
   AlarmIndexKey k;
-  k.due_ms = static_cast<std::int64_t>(biased ^ (std::uint64_t{1} << 63));
+  k.due_ms = *decode_due(key);
   std::string_view rest = key.substr(8);
   auto nul = rest.find('\0');
   if (nul == std::string_view::npos || rest.size() < nul + 1 + ObjectId::kBodyBytes) return std::nullopt;

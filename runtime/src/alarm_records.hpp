@@ -32,5 +32,16 @@ struct AlarmIndexKey {
 // The key within the index (without the index prefix).
 std::string encode_index_key(const AlarmIndexKey& k);
 std::optional<AlarmIndexKey> decode_index_key(std::string_view key);
+// The due time that begins an index key (or any key of at least its 8 bytes).
+std::optional<std::int64_t> decode_due(std::string_view key);
+
+// One change a turn made to the alarm index (key without the index prefix): an entry put
+// with its version, or deleted (no version). The scheduler keeps its window by these.
+struct AlarmIndexChange {
+  std::string index_key;
+  std::optional<std::string> version;
+
+  friend bool operator==(const AlarmIndexChange&, const AlarmIndexChange&) = default;
+};
 
 }  // namespace dorm::detail

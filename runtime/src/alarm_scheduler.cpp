@@ -2,25 +2,30 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
-namespace {
-// Index entries read per scan. Most ticks find one or two due entries and stop at the
-// first future one, so small pages keep the common case cheap.
-constexpr std::size_t kPage = 16;
-}
 
 AlarmScheduler::AlarmScheduler(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl)
-    : caf::event_based_actor(cfg), runtime_(runtime), impl_(impl), rng_(impl->options.seed) {}
+    : caf::event_based_actor(cfg),
+      runtime_(runtime),
+      impl_(impl),
+      window_(impl->options.alarm_window),
+      rng_(impl->options.seed) {}
 
 caf::behavior AlarmScheduler::make_behavior() {
-  tick();
+  tick();  // the window is empty, its horizon the start of the index: this reads a page
   return {
       [this](const AlarmTick& t) {
         if (t.version != timer_version_) return;  // re-armed since: stale
         armed_ms_.reset();
+        tick();
+      },
+      [this](AlarmDue) {
+        tick_pending_ = false;
         tick();
       },
       [this](const AlarmChanged& c) { changed(c); },
@@ -41,19 +46,32 @@ std::int64_t AlarmScheduler::jittered_delay_ms(int failed_attempt) {
                                    jitter(rng_));
 }
 
-// A committed alarm set costs no store access unless it is already due: its due time is
-// in its index key, so the scheduler only moves its timer earlier when needed. Rescanning
-// here made every re-arm step over the deleted entries of all re-arms since the last
-// compaction (O(n) per change, O(n^2) under load); the scan now runs only when a timer
-// fires, and leaves its cursor past what it stepped over.
+void AlarmScheduler::tick_soon() {
+  if (std::exchange(tick_pending_, true)) return;
+  send(this, AlarmDue{});
+}
+
+// A committed change costs the window O(log n) and no store access; only a set that is
+// due already asks for a tick, and those are coalesced into one.
 void AlarmScheduler::changed(const AlarmChanged& c) {
-  if (c.index_key < cursor_) cursor_ = c.index_key;
-  auto key = decode_index_key(c.index_key);
-  if (!key || key->due_ms <= impl_->clock->now_ms()) {
-    tick();
-    return;
+  std::optional<std::int64_t> earliest;
+  bool malformed = false;
+  for (const auto& change : c.changes) {
+    // A commit that reported failure may have been applied all the same: keep what it
+    // deleted (delivering a deleted alarm is a stale delivery the object ignores) and
+    // take what it set (not delivering a stored one would break at-least-once).
+    if (!change.version && !c.certain) continue;
+    window_.apply(change);
+    if (!change.version || !window_.entries().contains(change.index_key)) continue;
+    auto due = decode_due(change.index_key);
+    if (!due) malformed = true;
+    if (due && (!earliest || *due < *earliest)) earliest = due;
   }
-  arm(key->due_ms);
+  if (malformed || (earliest && *earliest <= impl_->clock->now_ms())) {
+    tick_soon();
+  } else {
+    arm(earliest);
+  }
 }
 
 void AlarmScheduler::tick() {
@@ -74,58 +92,84 @@ void AlarmScheduler::tick() {
     }
   }
 
-  const auto rate = static_cast<std::int64_t>(impl_->options.overdue_alarm_rate);
-  std::int64_t allowed = rate > 0 ? (now - impl_->started_ms) * rate / 1000 - released_overdue_
-                                  : std::numeric_limits<std::int64_t>::max();
-  bool done = false;
-  while (!done) {
-    auto page = runtime_->scan_index(keys::kAlarmIndex, cursor_, kPage);
-    if (!page) {
-      // A fenced store means this runtime crashed under the scan (a simulated crash, or a
-      // newer owner took the store): there is nothing to deliver, and nothing wrong to report.
-      if (page.error().code == ErrorCode::fenced) return;
-      log::error("alarm_index_unreadable", {{"error", page.error().describe()}});
+  for (;;) {
+    Pass pass = deliver_due(now);
+    if (pass.next) consider(*pass.next);
+    auto horizon = window_.horizon_due();
+    if (!pass.exhausted || !horizon) break;
+    if (*horizon > now) {
+      consider(*horizon);
+      break;
+    }
+    // Everything the window holds went out, and the index may hold more that is due. With
+    // no room (the window is full of entries already in flight), the next AlarmDone ticks.
+    if (window_.room() == 0) break;
+    auto read = refill();
+    if (read == Read::fenced) return;
+    if (read == Read::failed) {
       consider(now + 1000);  // try again in a second
       break;
     }
-    for (auto& kv : *page) {
-      auto key = decode_index_key(kv.key);
-      if (!key) {
-        log::error("alarm_index_entry_malformed");
-        cursor_ = kv.key + '\0';
-        continue;
-      }
-      if (key->due_ms > now) {
-        // Every entry before this one was delivered, is in flight or was skipped, so the
-        // next scan may start here. Left behind, the cursor would make every scan step
-        // again over the deleted entries of all alarms delivered since the store last
-        // compacted them away (at a start, the cursor is the start of the index).
-        cursor_ = kv.key;
-        consider(key->due_ms);
-        done = true;
-        break;
-      }
-      if (!inflight_.count(kv.key) && !retries_.count(kv.key)) {
-        if (rate > 0 && key->due_ms < impl_->started_ms && set_before_start(kv.value)) {
-          if (allowed <= 0) {
-            // The next overdue release: when the rate allows one more.
-            consider(impl_->started_ms + ((released_overdue_ + 1) * 1000 + rate - 1) / rate);
-            done = true;
-            break;
-          }
-          --allowed;
-          ++released_overdue_;
-        }
-        deliver(kv.key, Delivery{*key, kv.value, 1, false});
-      }
-      cursor_ = kv.key + '\0';
-    }
-    if (page->size() < kPage) done = true;
   }
   arm(next);
 }
 
+AlarmScheduler::Pass AlarmScheduler::deliver_due(std::int64_t now) {
+  Pass pass;
+  const auto rate = static_cast<std::int64_t>(impl_->options.overdue_alarm_rate);
+  std::int64_t allowed = rate > 0 ? (now - impl_->started_ms) * rate / 1000 - released_overdue_
+                                  : std::numeric_limits<std::int64_t>::max();
+  std::vector<std::string> malformed;
+  std::vector<std::pair<std::string, Delivery>> due;
+  for (const auto& [index_key, version] : window_.entries()) {
+    auto key = decode_index_key(index_key);
+    if (!key) {
+      log::error("alarm_index_entry_malformed");
+      malformed.push_back(index_key);
+      continue;
+    }
+    if (key->due_ms > now) {
+      pass.next = key->due_ms;
+      pass.exhausted = false;
+      break;
+    }
+    // Another version of an alarm in flight (or waiting for a retry): after that one.
+    if (inflight_.contains(index_key) || retries_.contains(index_key)) continue;
+    if (rate > 0 && key->due_ms < impl_->started_ms && set_before_start(version)) {
+      if (allowed <= 0) {
+        // The next overdue release: when the rate allows one more.
+        pass.next = impl_->started_ms + ((released_overdue_ + 1) * 1000 + rate - 1) / rate;
+        pass.exhausted = false;
+        break;
+      }
+      --allowed;
+      ++released_overdue_;
+    }
+    due.emplace_back(index_key, Delivery{*key, version, 1, false});
+  }
+  for (const auto& key : malformed) window_.erase(key);
+  for (auto& [key, delivery] : due) deliver(key, std::move(delivery));
+  return pass;
+}
+
+AlarmScheduler::Read AlarmScheduler::refill() {
+  const std::size_t limit = window_.room();
+  auto page = runtime_->scan_index(keys::kAlarmIndex, *window_.horizon(), limit);
+  if (!page) {
+    // A fenced store means this runtime crashed under the scan (a simulated crash, or a
+    // newer owner took the store): there is nothing to deliver, and nothing wrong to report.
+    if (page.error().code == ErrorCode::fenced) return Read::fenced;
+    log::error("alarm_index_unreadable", {{"error", page.error().describe()}});
+    return Read::failed;
+  }
+  const bool complete = page->size() < limit;
+  window_.fill(std::move(*page), complete);
+  return Read::ok;
+}
+
 void AlarmScheduler::deliver(const std::string& index_key, Delivery d) {
+  // Only this version leaves the window: one set again meanwhile waits for its turn.
+  window_.forget(index_key, d.version);
   ObjectId id = impl_->ids->from_body(d.key.ns, d.key.body);
   AlarmInvocation invocation{d.key.name, d.version, d.attempt, d.key.due_ms, d.exhausted};
   inflight_[index_key] = std::move(d);
@@ -143,6 +187,9 @@ void AlarmScheduler::done(const AlarmDone& result) {
   if (it == inflight_.end()) return;
   Delivery d = std::move(it->second);
   inflight_.erase(it);
+  // Done with this version, whatever follows: a retry is kept in retries_, and a copy a
+  // refill read meanwhile must not go out again as a first attempt.
+  window_.forget(result.index_key, d.version);
   if (!result.ok) {
     if (d.exhausted) {
       // The exhausted hook's own turn failed: the alarm stays stored and is delivered
@@ -155,9 +202,12 @@ void AlarmScheduler::done(const AlarmDone& result) {
       std::int64_t at = impl_->clock->now_ms() + jittered_delay_ms(d.attempt);
       d.attempt += 1;
       retries_[result.index_key] = Retry{std::move(d), at};
+      arm(at);
     }
   }
-  tick();
+  // A version set again while this one was in flight may be due, and a full window may
+  // have room for the rest of the index again.
+  tick_soon();
 }
 
 void AlarmScheduler::arm(std::optional<std::int64_t> at_ms) {

@@ -261,8 +261,7 @@ caf::error ObjectHost::finish_turn() {
     outbox_.clear();
     return error;
   }
-  auto alarm_set = storage_.take_earliest_alarm();
-  if (auto committed = storage_.commit(); !committed) {
+  if (auto committed = commit_storage(); !committed) {
     outbox_.clear();
     if (committed.error().code == ErrorCode::fenced) {
       // The runtime crashed under this turn: to the sender it never happened.
@@ -270,12 +269,22 @@ caf::error ObjectHost::finish_turn() {
     }
     return make_error(RuntimeErrc::turn_failed, "commit failed: " + committed.error().describe());
   }
-  // Only now, with the alarm durable, may the scheduler see it.
-  if (alarm_set && impl_->alarm_scheduler) {
-    caf::anon_send(impl_->alarm_scheduler, AlarmChanged{std::move(*alarm_set)});
-  }
   release_outbox();
   return {};
+}
+
+Result<void> ObjectHost::commit_storage() {
+  auto alarm_changes = storage_.take_alarm_changes();
+  auto committed = storage_.commit();
+  // Only now, with the batch durable, may the scheduler see its alarms. A store may fail a
+  // commit it applied, so a failed one is reported too, as uncertain; a fenced one is not
+  // (the runtime crashed: its scheduler is gone).
+  bool fenced = !committed && committed.error().code == ErrorCode::fenced;
+  if (!alarm_changes.empty() && impl_->alarm_scheduler && !fenced) {
+    caf::anon_send(impl_->alarm_scheduler,
+                   AlarmChanged{std::move(alarm_changes), static_cast<bool>(committed)});
+  }
+  return committed;
 }
 
 void ObjectHost::release_outbox() {
@@ -351,7 +360,7 @@ Result<void> ObjectHost::commit_early() {
     return Error{ErrorCode::invalid_argument, "commit() is only allowed in on_start"};
   }
   if (const auto& failure = storage_.failure()) return *failure;
-  auto committed = storage_.commit();
+  auto committed = commit_storage();
   if (!committed) {
     outbox_.clear();
     return storage_.fail_turn(committed.error());

@@ -78,6 +78,8 @@ class ObjectHost : public caf::event_based_actor {
   // Ends the current turn: commits the batch unless the turn already failed, then
   // releases the outbox. Returns the turn's failure, if any.
   caf::error finish_turn();
+  // Commits the turn's batch, then tells the alarm scheduler what it changed in the index.
+  Result<void> commit_storage();
   void release_outbox();
   void reset(const caf::error& why);
   // A span about this activation (namespace, id and epoch set) if the runtime traces;

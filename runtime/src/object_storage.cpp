@@ -152,8 +152,10 @@ Result<std::optional<AlarmRecord>> ObjectStorage::read_alarm(std::string_view na
 }
 
 void ObjectStorage::remove_alarm(std::string_view name, const AlarmRecord& record) {
+  std::string index_key = alarm_index_key(name, record.due_ms);
   batch_.del(alarm_key(name));
-  batch_.del(keys::index_entry(keys::kAlarmIndex, alarm_index_key(name, record.due_ms)));
+  batch_.del(keys::index_entry(keys::kAlarmIndex, index_key));
+  alarm_changes_.push_back({std::move(index_key), std::nullopt});
 }
 
 Result<void> ObjectStorage::set_alarm(std::string_view name, std::int64_t due_ms) {
@@ -167,7 +169,7 @@ Result<void> ObjectStorage::set_alarm(std::string_view name, std::int64_t due_ms
   std::string index_key = alarm_index_key(name, due_ms);
   batch_.put(alarm_key(name), encode_record(record));
   batch_.put(keys::index_entry(keys::kAlarmIndex, index_key), record.version);
-  if (!earliest_alarm_set_ || index_key < *earliest_alarm_set_) earliest_alarm_set_ = index_key;
+  alarm_changes_.push_back({std::move(index_key), std::move(record.version)});
   return {};
 }
 
@@ -226,7 +228,7 @@ Result<void> ObjectStorage::commit() {
 
 void ObjectStorage::discard() {
   batch_.clear();
-  earliest_alarm_set_.reset();
+  alarm_changes_.clear();
 }
 
 }  // namespace dorm::detail

@@ -85,9 +85,9 @@ class ObjectStorage {
   const ObjectCache& cache() const { return cache_; }
   // Records `error` as the turn's failure (the first one wins) and returns it.
   Result<void> fail_turn(Error error);
-  // The alarm index key of the earliest alarm set since the last call: after a commit,
-  // what the scheduler must be told about.
-  std::optional<std::string> take_earliest_alarm() { return std::exchange(earliest_alarm_set_, std::nullopt); }
+  // The alarm index changes made since the last call (or discard()), in batch order: after
+  // a commit, what the scheduler must be told about.
+  std::vector<AlarmIndexChange> take_alarm_changes() { return std::exchange(alarm_changes_, {}); }
 
  private:
   Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
@@ -106,7 +106,7 @@ class ObjectStorage {
   TurnBatch batch_;     // reads through cache_
   std::optional<Error> failure_;
   std::uint64_t alarm_sequence_ = 0;
-  std::optional<std::string> earliest_alarm_set_;
+  std::vector<AlarmIndexChange> alarm_changes_;
 };
 
 }  // namespace dorm::detail

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "alarm_records.hpp"
 #include "dorm/runtime/errors.hpp"
 #include "id_hash_set.hpp"
 #include "dorm/runtime/runtime.hpp"
@@ -98,9 +99,14 @@ struct AlarmTick {
   std::uint64_t version;
 };
 
-// An object committed an alarm set: the index may have a new earliest entry.
+// Scheduler-internal: something may be due now (see AlarmScheduler::tick_soon).
+struct AlarmDue {};
+
+// An object committed changes to the alarm index, in batch order. `certain` is false when
+// the commit reported failure (it may have been applied all the same).
 struct AlarmChanged {
-  std::string index_key;
+  std::vector<AlarmIndexChange> changes;
+  bool certain = true;
 };
 
 // A delivery finished (ok = its turn committed).
@@ -139,6 +145,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::ContinuationReply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::PostedTurn)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmInvocation)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmTick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDue)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmChanged)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDone)
 

@@ -5,6 +5,8 @@
 // deletes an abandoned session. The policy's table itself is tested in tests/mcp.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "session_fixture.hpp"
 
 using namespace dorm;
@@ -79,6 +81,41 @@ TEST_CASE("idle: a request does not rewrite an idle alarm that is already due so
   CHECK(after_pings[0].key == after_initialize[0].key);
   CHECK(after_pings[0].value == after_initialize[0].value);
   CHECK(f.stored(s, "a") == std::to_string(f.clock.now_ms()));
+  f.expected_active = 1;
+}
+
+TEST_CASE("idle: 100 requests over ten minutes write the idle alarm only when it fires, not per request") {
+  IdleFixture f;
+  const std::string s = "s-idle-100-requests";
+  REQUIRE(f.initialize(s).status == 200);
+  // Every set_alarm writes a new version, so each version seen after a request is one
+  // write of the idle alarm; the alarm's own deliveries are its alarm spans.
+  std::set<std::string> versions;
+  auto note_version = [&] {
+    auto entries = f.runtime->scan_index("dorm.alarms");
+    REQUIRE(entries.ok());
+    std::erase_if(*entries, [](const storage::KeyValue& kv) { return !kv.key.ends_with("idle"); });
+    REQUIRE(entries->size() == 1);
+    versions.insert((*entries)[0].value);
+  };
+  note_version();
+  constexpr int kRequests = 100;
+  for (int i = 0; i < kRequests; ++i) {
+    f.run_until(f.clock.now_ms() + 6 * 1000);
+    REQUIRE(f.ping(s).status == 200);
+    note_version();
+  }
+  CHECK(f.runtime->active_objects() == 1);  // a request every 6 s: never idle for 5 minutes
+  std::size_t idle_firings = 0;
+  for (const auto& span : f.tracer.spans_named(trace::kAlarmSpan)) {
+    if (std::get<std::string>(*span.attribute(trace::attr::kAlarmName)) == "idle") ++idle_firings;
+  }
+  // The alarm fired (at 5 and at 10 minutes) and, each time, found the latest activity and
+  // re-armed itself for the remainder (the policy's first row): one write per firing, plus
+  // initialize's. The 100 requests wrote none.
+  CHECK(idle_firings >= 1);
+  CHECK(idle_firings <= 2);  // ten minutes of activity, five-minute windows
+  CHECK(versions.size() == idle_firings + 1);
   f.expected_active = 1;
 }
 

@@ -127,10 +127,14 @@ TEST_CASE("object storage: an alarm is a record and an index entry, set, moved a
   ObjectStorage s(f.backend, f.limits, f.a, Epoch{3, 9}, f.cache_bytes);
   REQUIRE(s.set_alarm("late", 5'000).ok());
   REQUIRE(s.set_alarm("early", 1'000).ok());
-  auto earliest = s.take_earliest_alarm();
-  REQUIRE(earliest);
-  CHECK(dorm::detail::decode_index_key(*earliest)->name == "early");
-  CHECK_FALSE(s.take_earliest_alarm());  // told once
+  // What the scheduler is told after the commit: each index entry put, with its version.
+  auto changes = s.take_alarm_changes();
+  REQUIRE(changes.size() == 2);
+  CHECK(dorm::detail::decode_index_key(changes[0].index_key)->name == "late");
+  CHECK(dorm::detail::decode_index_key(changes[1].index_key)->name == "early");
+  CHECK(dorm::detail::decode_index_key(changes[1].index_key)->due_ms == 1'000);
+  REQUIRE(changes[1].version);
+  CHECK(s.take_alarm_changes().empty());  // told once
   REQUIRE(s.commit().ok());
   CHECK(f.alarm_index_entries() == 2);
   auto record = s.read_alarm("early").value_or_throw();
@@ -139,15 +143,34 @@ TEST_CASE("object storage: an alarm is a record and an index entry, set, moved a
   CHECK(record->version.starts_with("3.9."));  // the epoch that set it
   // Set again: a new version and due time, the old index entry gone in the same batch.
   REQUIRE(s.set_alarm("early", 2'000).ok());
+  changes = s.take_alarm_changes();
+  REQUIRE(changes.size() == 2);
+  CHECK(dorm::detail::decode_index_key(changes[0].index_key)->due_ms == 1'000);
+  CHECK_FALSE(changes[0].version);  // the old entry deleted
+  CHECK(dorm::detail::decode_index_key(changes[1].index_key)->due_ms == 2'000);
   REQUIRE(s.commit().ok());
   CHECK(f.alarm_index_entries() == 2);
   CHECK(s.get_alarm("early").value_or_throw() == 2'000);
   CHECK(s.read_alarm("early").value_or_throw()->version != record->version);
+  CHECK(changes[1].version == s.read_alarm("early").value_or_throw()->version);
   CHECK(s.delete_alarm("early").value_or_throw());
   CHECK_FALSE(s.delete_alarm("early").value_or_throw());
+  changes = s.take_alarm_changes();
+  REQUIRE(changes.size() == 1);
+  CHECK(dorm::detail::decode_index_key(changes[0].index_key)->due_ms == 2'000);
+  CHECK_FALSE(changes[0].version);
   REQUIRE(s.commit().ok());
   CHECK(f.alarm_index_entries() == 1);
   CHECK_FALSE(s.get_alarm("early").value_or_throw());
+}
+
+TEST_CASE("object storage: a discarded turn's alarm changes are not reported") {
+  Fixture f;
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1});
+  REQUIRE(s.set_alarm("x", 10).ok());
+  s.discard();
+  CHECK(s.take_alarm_changes().empty());
+  CHECK(f.alarm_index_entries() == 0);
 }
 
 TEST_CASE("object storage: delete_all removes the object's data, alarms and their index entries, and nothing else") {
@@ -161,7 +184,12 @@ TEST_CASE("object storage: delete_all removes the object's data, alarms and thei
   REQUIRE(b.set_alarm("x", 20).ok());
   REQUIRE(a.commit().ok());
   REQUIRE(b.commit().ok());
+  (void)a.take_alarm_changes();
   REQUIRE(a.delete_all().ok());
+  auto changes = a.take_alarm_changes();  // the index entry's delete, for the scheduler
+  REQUIRE(changes.size() == 1);
+  CHECK(dorm::detail::decode_index_key(changes[0].index_key)->due_ms == 10);
+  CHECK_FALSE(changes[0].version);
   REQUIRE(a.commit().ok());
   CHECK(listed(a).empty());
   CHECK_FALSE(a.get_alarm("x").value_or_throw());

@@ -349,7 +349,8 @@ Subcommand add_bench_runtime(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::Range(1, 600));
   cmd->add_option("--part", options->parts, "Run only this part (repeatable; default: all)")
-      ->check(CLI::IsMember({"round-trips", "memory", "activation", "alarms", "storage-cache"}));
+      ->check(CLI::IsMember(
+          {"round-trips", "memory", "activation", "alarms", "storage-cache", "rearms"}));
   return bench_subcommand(cmd, options, dorm::bench::run_runtime_bench);
 }
 

@@ -21,7 +21,8 @@ struct RuntimeBenchOptions {
   int alarms = 1'000'000;      // alarms pending (lateness, re-arm at start)
   int alarm_rate = 10'000;     // alarms per second coming due in the measured window
   int alarm_window_s = 5;      // length of that window
-  // Which parts to run: round-trips, memory, activation, alarms, storage-cache (empty: all).
+  // Which parts to run: round-trips, memory, activation, alarms, storage-cache, rearms
+  // (empty: all).
   std::vector<std::string> parts;
 };
 

@@ -79,6 +79,7 @@ struct AlarmFigures {
   std::vector<double> delivered_open_ms, delivered_armed_ms, delivered_start_ms;
   std::vector<double> late_p50, late_p99, late_max;           // ms (AlarmInfo), one per round
   std::vector<double> late_p50_us, late_p99_us, late_max_us;  // the same, to the microsecond
+  std::vector<double> window_scans;  // alarm index scans while the round's alarms came due
 };
 AlarmFigures bench_alarms(const RuntimeBenchOptions& options, const std::filesystem::path& dir);
 
@@ -100,5 +101,15 @@ struct StorageCacheFigures {
 StorageCacheFigures bench_storage_cache(const RuntimeBenchOptions& options,
                                         const std::filesystem::path& dir);
 void print_storage_cache(const StorageCacheFigures& figures);
+
+// ---- alarm re-arms (rearm_bench.cpp) ----
+struct RearmRow {
+  int requests = 0;                 // re-arms (or puts) per measurement
+  std::vector<double> rearm_per_s;  // one per round
+  std::vector<double> put_per_s;    // the baseline: the same turns writing a key instead
+  std::uint64_t scans = 0;          // alarm index scans during the last round's re-arms
+};
+std::vector<RearmRow> bench_rearms(const RuntimeBenchOptions& options,
+                                   const std::filesystem::path& dir);
 
 }  // namespace dorm::bench

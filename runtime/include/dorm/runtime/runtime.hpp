@@ -83,6 +83,11 @@ struct RuntimeOptions {
   // Alarms that came due before this runtime started are released at this many per
   // second (0 = all at once).
   double overdue_alarm_rate = 200;
+  // How many of the earliest pending alarms the alarm scheduler holds in memory (at least
+  // 1; under 200 bytes each). Setting, moving and deleting alarms then reads no storage;
+  // the rest of the index is read, this many at a time, when the earliest alarm beyond
+  // them may come due.
+  std::size_t alarm_window = 1024;
   // Receives the runtime's spans (activation, alarm delivery, reset); null = no tracing.
   // Must outlive the runtime.
   trace::Tracer* tracer = nullptr;
