@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "dorm/actors/namespaces.hpp"
 #include "execution_owner.hpp"
@@ -84,7 +85,32 @@ Reply read_reply(const caf::expected<caf::message>& reply) {
   return out;
 }
 
+// The form field that carries the link's token back, or nothing for a bearer caller (who
+// posts with the same header instead).
+std::string hidden_token(const ApprovalCredential& credential) {
+  if (credential.bearer) return "";
+  return "<input type=\"hidden\" name=\"token\" value=\"" + html(credential.token) + "\">";
+}
+
+mcp::HttpResponse unauthorized(std::string_view message) {
+  auto response = problem(401, message);
+  response.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return response;
+}
+
 }  // namespace
+
+// Who an `Authorization` header says the caller is, or the page that refuses it.
+std::variant<mcp::Identity, mcp::HttpResponse> ApprovalPage::bearer_identity(std::string_view authorization) const {
+  if (tokens_ == nullptr) {
+    return unauthorized("This server has no bearer tokens (it runs without --auth-tokens): open the approval link instead.");
+  }
+  auto token = mcp::bearer_token(authorization);
+  if (!token) return unauthorized("The Authorization header must be \"Bearer <token>\".");
+  auto identity = tokens_->authenticate(*token);
+  if (!identity) return unauthorized("The bearer token is not valid.");
+  return std::move(*identity);
+}
 
 void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond) const {
   auto target = boost::urls::parse_origin_form(request.target);
@@ -108,13 +134,22 @@ void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond)
   } else {
     return respond(mcp::HttpResponse{405, {{"Allow", "GET, POST"}}, "method not allowed\n"});
   }
-  if (!token || token->empty()) return respond(problem(403, "This approval link has no token."));
+  ApprovalCredential credential;
+  if (auto authorization = request.header("authorization")) {
+    auto identity = bearer_identity(*authorization);
+    if (auto* refusal = std::get_if<mcp::HttpResponse>(&identity)) return respond(std::move(*refusal));
+    credential.bearer = std::get<mcp::Identity>(std::move(identity));
+  } else if (!token || token->empty()) {
+    return respond(problem(403, "This approval link has no token."));
+  } else {
+    credential.token = std::move(*token);
+  }
   auto directory = runtime_.get(runtime_.id_from_name(kExecutionOwnerNamespace, id));
   if (!directory) return respond(problem(500, "The directory is unavailable."));
   Runtime& runtime = runtime_;
   runtime_.request(
       *directory,
-      [&runtime, id, token = *token, action, respond](caf::expected<caf::message> found) {
+      [&runtime, id, credential = std::move(credential), action, respond](caf::expected<caf::message> found) {
         std::optional<OwnerRecord> owner;
         if (found && found->match_elements<std::string>()) owner = OwnerRecord::from_json(found->get_as<std::string>(0));
         if (!owner) return respond(problem(404, "This execution is not waiting for an approval (it finished or expired)."));
@@ -123,7 +158,7 @@ void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond)
         auto handle = runtime.get(*session);
         if (!handle) return respond(problem(500, "The session is unavailable."));
         if (action.empty()) {
-          runtime.request(*handle, [id, token, respond](caf::expected<caf::message> reply) {
+          runtime.request(*handle, [id, credential, respond](caf::expected<caf::message> reply) {
             auto r = read_reply(reply);
             if (r.status != 200) {
               return respond(problem(r.status, r.doc.IsObject() && r.doc.HasMember("error") ? r.doc["error"].GetString()
@@ -134,11 +169,11 @@ void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond)
                                "</pre>\n<p>Answer before " + html(r.doc["expiresAt"].GetString()) +
                                " (UTC); after that it is declined.</p>\n"
                                "<form method=\"post\" action=\"/approve/" + html(id) + "\">"
-                               "<input type=\"hidden\" name=\"token\" value=\"" + html(token) + "\">"
+                               + hidden_token(credential) +
                                "<button type=\"submit\" name=\"action\" value=\"accept\">Approve</button>"
                                "<button type=\"submit\" name=\"action\" value=\"decline\">Deny</button></form>\n";
             respond(page(200, "Approve a tool call?", body));
-          }, ApprovalView{id, token});
+          }, ApprovalView{id, credential});
           return;
         }
         runtime.request(*handle, [respond](caf::expected<caf::message> reply) {
@@ -151,7 +186,7 @@ void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond)
           respond(page(200, approved ? "Approved" : "Denied",
                        approved ? "<p>The tool call was approved; the code goes on.</p>\n"
                                 : "<p>The tool call was denied; the code was told so.</p>\n"));
-        }, ApprovalDecision{id, token, action});
+        }, ApprovalDecision{id, credential, action});
       },
       OwnerGet{id});
 }

@@ -74,17 +74,27 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::actors::ForwardedResumeResult)
 
 namespace dorm::actors {
 
+// Who is answering on the approval page: the holder of the link's one-time token, or a
+// caller whose bearer token the server authenticated (then `bearer` names them and
+// `token` is empty). The session accepts the first only if the token matches and the
+// second only if it is the execution's owner.
+struct ApprovalCredential {
+  std::string token;
+  std::optional<mcp::Identity> bearer;
+};
+
 // The approval page asks the owner session about a paused execution (view) or records
 // the person's answer (decide). Both reply with a JSON object: {"tool","args","expiresAt"}
 // for a view, {"decided":"accept"|"decline"} for a decision, or {"error", "status"} with
-// an HTTP status (404: no such paused execution; 403: wrong, used or expired token).
+// an HTTP status (404: no such paused execution; 403: wrong, used or expired token, or
+// another user's bearer token).
 struct ApprovalView {
   std::string execution_id;
-  std::string token;
+  ApprovalCredential credential;
 };
 struct ApprovalDecision {
   std::string execution_id;
-  std::string token;
+  ApprovalCredential credential;
   std::string action;  // accept | decline
 };
 

@@ -171,7 +171,7 @@ class McpSession::Code {
   void tell_directory(caf::message message, const std::string& id);
   // The paused record `id` if `token` opens it (constant-time, before its deadline), else
   // the JSON error reply for the page.
-  std::variant<Record, std::string> check_approval_token(const std::string& id, const std::string& token);
+  std::variant<Record, std::string> check_approval(const std::string& id, const ApprovalCredential& credential);
   void on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
   // The built-in paths (mcp_session_code_builtins.cpp): search, describe.tool, storage.*.
   void builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);

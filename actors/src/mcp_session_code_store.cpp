@@ -208,26 +208,37 @@ std::optional<McpSession::Code::Answer> McpSession::Code::take_answer(const std:
   return Answer{action->GetString(), content ? compact(*content) : "{}"};
 }
 
-std::variant<McpSession::Code::Record, std::string> McpSession::Code::check_approval_token(const std::string& id,
-                                                                                          const std::string& token) {
+std::variant<McpSession::Code::Record, std::string> McpSession::Code::check_approval(
+    const std::string& id, const ApprovalCredential& credential) {
   auto record = read_record(id);
   if (!record || record->state != "paused") {
     return page_reply(404, "This execution is not waiting for an approval (it finished, or is running).");
   }
-  const std::string presented = sha256_hex(token);
-  const std::string& expected = record->approval_token_sha256;
-  if (expected.size() != presented.size() || CRYPTO_memcmp(expected.data(), presented.data(), expected.size()) != 0) {
-    log::warn("approval_token_refused", {{"session", session_.session_id_}, {"execution", id}});
-    return page_reply(403, "This approval link is not valid (wrong or already used).");
+  if (credential.bearer) {
+    // The page authenticated the bearer token; only the execution's owner may answer.
+    if (!session_.meta_ || !(*credential.bearer == session_.meta_->owner)) {
+      log::warn("approval_bearer_refused", {{"session", session_.session_id_}, {"execution", id},
+                                           {"user", credential.bearer->user}});
+      return page_reply(403, "This execution belongs to another user.");
+    }
+  } else {
+    const std::string presented = sha256_hex(credential.token);
+    const std::string& expected = record->approval_token_sha256;
+    if (expected.size() != presented.size() ||
+        CRYPTO_memcmp(expected.data(), presented.data(), expected.size()) != 0) {
+      log::warn("approval_token_refused", {{"session", session_.session_id_}, {"execution", id}});
+      return page_reply(403, "This approval link is not valid (wrong or already used).");
+    }
   }
   if (session_.clock().now_ms() >= record->expires_at_ms) {
-    return page_reply(403, "This approval link has expired.");
+    return page_reply(403, credential.bearer ? "This execution's approval window has passed."
+                                             : "This approval link has expired.");
   }
   return std::move(*record);
 }
 
 std::string McpSession::Code::approval_view(const ApprovalView& request) {
-  auto checked = check_approval_token(request.execution_id, request.token);
+  auto checked = check_approval(request.execution_id, request.credential);
   if (auto* error = std::get_if<std::string>(&checked)) return *error;
   const Record& record = std::get<Record>(checked);
   rapidjson::StringBuffer buffer;
@@ -245,14 +256,15 @@ std::string McpSession::Code::approval_view(const ApprovalView& request) {
 }
 
 std::string McpSession::Code::approval_decide(const ApprovalDecision& request) {
-  auto checked = check_approval_token(request.execution_id, request.token);
+  auto checked = check_approval(request.execution_id, request.credential);
   if (auto* error = std::get_if<std::string>(&checked)) return *error;
   Record record = std::move(std::get<Record>(checked));
   // Single use: the link is spent whatever happens next.
   record.approval_token_sha256.clear();
   write_record(record, nullptr);
   log::info("execution_approval_answered",
-            {{"session", session_.session_id_}, {"execution", record.id}, {"action", request.action}, {"via", "page"}});
+            {{"session", session_.session_id_}, {"execution", record.id}, {"action", request.action},
+             {"via", request.credential.bearer ? "page_bearer" : "page"}});
   Answer answer{request.action, "{}"};
   if (auto it = live_.find(record.id); it != live_.end() && it->second->warm) {
     resume_warm(it->second, std::move(answer), std::nullopt);

@@ -184,6 +184,57 @@ test('code mode: resume from another session of the same user works through the 
   assert.equal(count.structuredContent.result, 1);
 });
 
+test('code mode: the approval page takes the owner\'s bearer token instead of the link; another user\'s or an unknown token is refused', async (t) => {
+  const tokens = join(tempDir(t), 'tokens.json');
+  const sha = (s) => createHash('sha256').update(s).digest('hex');
+  writeFileSync(tokens, JSON.stringify([
+    { sha256: sha('alice-token'), user: 'alice', org: 'acme' },
+    { sha256: sha('mallory-token'), user: 'mallory', org: 'acme' },
+  ]));
+  const { url } = await startServe(t, { extraArgs: [...ARGS, '--auth-tokens', tokens] });
+  const bearer = (token) => ({ Authorization: `Bearer ${token}` });
+  const owner = await connectClient(t, url, { transportOptions: { requestInit: { headers: bearer('alice-token') } } });
+  const paused = await execute(owner.client, 'await tools.tally({}); return await tools.counter_increment({})');
+  const s = paused.structuredContent;
+  assert.equal(s.status, 'waiting_for_interaction', textOf(paused));
+  const page = new URL(`/approve/${s.executionId}`, url);
+  const post = (headers, action) => fetch(page, {
+    method: 'POST',
+    headers: { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: `action=${action}`,
+  });
+
+  // Refusals change nothing: an unknown token, a malformed header, another user.
+  const unknown = await fetch(page, { headers: bearer('nobody-token') });
+  assert.equal(unknown.status, 401);
+  assert.equal(unknown.headers.get('www-authenticate'), 'Bearer');
+  assert.match(await unknown.text(), /bearer token is not valid/);
+  const malformed = await post({ Authorization: 'Basic YWxpY2U6eA==' }, 'accept');
+  assert.equal(malformed.status, 401);
+  const intruder = await post(bearer('mallory-token'), 'accept');
+  assert.equal(intruder.status, 403);
+  assert.match(await intruder.text(), /belongs to another user/);
+
+  // The owner's token shows the call (no one-time token in the form) and approves it.
+  const shown = await fetch(page, { headers: bearer('alice-token') });
+  assert.equal(shown.status, 200);
+  const html = await shown.text();
+  assert.match(html, /counter_increment/);
+  assert.doesNotMatch(html, /name="token"/);
+  const approved = await post(bearer('alice-token'), 'accept');
+  assert.equal(approved.status, 200);
+  assert.match(await approved.text(), /Approved/);
+
+  const done = await resume(owner.client, s.executionId, 'accept');
+  assert.equal(done.structuredContent.status, 'completed', textOf(done));
+  assert.equal(done.structuredContent.result, 1);
+  const count = await execute(owner.client, 'return await tools.counter_get({})');
+  assert.equal(count.structuredContent.result, 1);
+  // Answered: neither the owner's token nor the link can answer it again.
+  assert.equal((await post(bearer('alice-token'), 'decline')).status, 404);
+  assert.equal((await fetch(s.approvalUrl)).status, 404);
+});
+
 test('code mode: the approval page approves in headless Chromium; a wrong or reused token is refused', async (t) => {
   const { url } = await startServe(t, { extraArgs: ARGS });
   const { client } = await connectClient(t, url);

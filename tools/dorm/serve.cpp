@@ -242,7 +242,8 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
   http.check_head = [policy](const mcp::HttpRequest& head) {
     if (std::string_view(head.target).starts_with(actors::kApprovalPathPrefix)) {
       // The approval page: the one-time token in the link is the credential (a browser
-      // sends no bearer token); Host and Origin are checked as for /mcp.
+      // sends no bearer token), or the owner's bearer token, which the page checks itself
+      // against the execution's owner; Host and Origin are checked as for /mcp.
       auto page_policy = policy;
       page_policy.tokens = nullptr;
       return mcp::refuse_caller(head, page_policy);
@@ -423,7 +424,7 @@ int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& serv
                         const ServeOptions& options, Signals& signals) {
   auto& srv = *server;
   mcp::McpEndpoint endpoint(runtime, endpoint_options);
-  actors::ApprovalPage approval_page(runtime);
+  actors::ApprovalPage approval_page(runtime, endpoint_options.policy.tokens);
   srv.set_handler([&endpoint, &approval_page](mcp::HttpRequest request, mcp::Respond respond) {
     if (std::string_view(request.target).starts_with(actors::kApprovalPathPrefix)) {
       return approval_page.handle(request, std::move(respond));

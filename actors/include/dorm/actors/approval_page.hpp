@@ -7,12 +7,20 @@
 // the action back. The answer continues the execution at once, as `resume` would; the
 // next `resume` of the id answers its outcome.
 //
+// A program (a dashboard, a script) may answer with the owner's own bearer token instead:
+// with `--auth-tokens`, a request with `Authorization: Bearer <token>` is accepted when the
+// token's identity owns the execution (403 for another user, 401 for an unknown token).
+// Browsers never send that header on their own, so a form posted from another site cannot
+// use it. Without `--auth-tokens` there are no bearer tokens and only the link works.
+//
 // The page asks the directory which session owns the execution and asks that session;
 // the HTTP thread never waits (replies come back as callbacks).
 #pragma once
 
 #include <string_view>
+#include <variant>
 
+#include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/http_server.hpp"
 #include "dorm/runtime/runtime.hpp"
 
@@ -22,12 +30,17 @@ inline constexpr std::string_view kApprovalPathPrefix = "/approve/";
 
 class ApprovalPage {
  public:
-  explicit ApprovalPage(Runtime& runtime) : runtime_(runtime) {}
+  // `tokens`: the server's bearer tokens, or null in single-user mode; it outlives the page.
+  explicit ApprovalPage(Runtime& runtime, const mcp::AuthTokens* tokens = nullptr)
+      : runtime_(runtime), tokens_(tokens) {}
   // GET or POST /approve/<executionId>: answers through `respond` (on some thread).
   void handle(const mcp::HttpRequest& request, mcp::Respond respond) const;
 
  private:
+  std::variant<mcp::Identity, mcp::HttpResponse> bearer_identity(std::string_view authorization) const;
+
   Runtime& runtime_;
+  const mcp::AuthTokens* tokens_;
 };
 
 }  // namespace dorm::actors
