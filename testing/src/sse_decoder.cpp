@@ -69,12 +69,9 @@ void SseDecoder::line(std::string_view text, SseChunk& out) {
     data_.append(value);
     has_data_ = true;
   } else if (name == "id") {
-    // An id with a NUL is ignored (the spec), leaving the event without one.
-    if (value.find('\0') == std::string_view::npos) {
-      id_ = std::string(value);
-    } else {
-      id_.reset();
-    }
+    // An id with a NUL is ignored, as eventsource-parser ignores it: an earlier id of the
+    // same event stands.
+    if (value.find('\0') == std::string_view::npos) id_ = std::string(value);
   } else if (name == "event") {
     event_ = std::string(value);
   } else if (name == "retry") {

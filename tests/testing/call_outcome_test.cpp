@@ -15,11 +15,13 @@ TEST_CASE("reconnect rules: the server's retry hint wins; without it the SDK's b
   CHECK(reconnect_delay_ms(sdk, 1, std::nullopt) == 1500);
   CHECK(reconnect_delay_ms(sdk, 2, std::nullopt) == 2250);
   CHECK(reconnect_delay_ms(sdk, 20, std::nullopt) == 30'000);
+  CHECK(sdk.max_retries == 2);  // then the SDK gives up for good
 }
 
 TEST_CASE("reconnect rules: a POST stream resumes only after an id, and never after a result") {
   CHECK_FALSE(resumes_after_end(false, false, false));  // no priming: lost
   CHECK(resumes_after_end(false, true, false));
+  CHECK_FALSE(resumes_after_end(false, true, true));
   CHECK(resumes_after_end(true, false, false));         // a GET stream always may
   CHECK_FALSE(resumes_after_end(true, true, true));     // a result ends it
 }
@@ -28,6 +30,7 @@ TEST_CASE("reconnect rules: what a resume's answer means") {
   CHECK(classify_resume(200, true) == ResumeAnswer::stream);
   CHECK(classify_resume(204, false) == ResumeAnswer::finished);
   CHECK(classify_resume(405, false) == ResumeAnswer::abandoned);
+  CHECK(classify_resume(405, true) == ResumeAnswer::abandoned);
   CHECK(classify_resume(404, true) == ResumeAnswer::failed);
   CHECK(classify_resume(503, false) == ResumeAnswer::failed);
 }
@@ -41,6 +44,17 @@ TEST_CASE("outcome of an error response: its code and data.reason") {
   auto plain = outcome_of_error(R"({"code":-32602,"message":"bad"})");
   CHECK(plain.code == -32602);
   CHECK(plain.reason == "code -32602");
+  auto garbled = outcome_of_error("not json");
+  CHECK(garbled.kind == OutcomeKind::failed);
+  CHECK(garbled.reason == "code 0");
+}
+
+TEST_CASE("percentile: nearest rank over unsorted values; none for no values") {
+  CHECK_FALSE(percentile({}, 0.5).has_value());
+  CHECK(percentile({5, 1, 3}, 0.5) == 3);
+  CHECK(percentile({1, 2, 3, 4}, 0.5) == 2);
+  CHECK(percentile({1, 2, 3, 4}, 0.99) == 4);
+  CHECK(percentile({1, 2, 3, 4}, 0.0) == 1);
 }
 
 TEST_CASE("summary: counts by outcome and reason; error times from the deploy, nearest rank") {

@@ -78,3 +78,25 @@ TEST_CASE("sse decoder: a byte order mark is dropped, even split; unknown fields
   // `id` with no colon is the field with an empty value: an id, but an empty one.
   CHECK(chunk.events[0] == SseEvent{"", "", "x"});
 }
+
+TEST_CASE("sse decoder: a byte order mark, a comment and every line end, a byte at a time, decode as at once") {
+  const std::string body =
+      "\xEF\xBB\xBF: keepalive\r\nid: s-1\r\ndata: line one\r\ndata:line two\r\n\r\n"
+      "event: other\rdata: x\r\rretry: soon\nretry: 250\n";
+  auto at_once = SseDecoder().feed(body);
+  auto bytewise = feed_in_steps(body, 1);
+  CHECK(bytewise.events == at_once.events);
+  CHECK(bytewise.retry_ms == 250);  // "soon" is not a number: ignored
+  REQUIRE(at_once.events.size() == 2);
+  CHECK(at_once.events[0] == SseEvent{"s-1", "", "line one\nline two"});
+  CHECK(at_once.events[1] == SseEvent{std::nullopt, "other", "x"});
+}
+
+TEST_CASE("sse decoder: an id holding a NUL is ignored, as eventsource-parser ignores it") {
+  SseDecoder decoder;
+  using namespace std::string_literals;  // the literal holds NULs
+  auto chunk = decoder.feed("id: kept\nid: a\0b\ndata: x\n\nid: c\0d\ndata: y\n\n"s);
+  REQUIRE(chunk.events.size() == 2);
+  CHECK(chunk.events[0].id == "kept");
+  CHECK_FALSE(chunk.events[1].id.has_value());
+}

@@ -1,7 +1,8 @@
-// `dorm deploy-sim`'s pure parts: the SSE decoder and the SDK client's rules it follows,
-// outcomes and their table (text, Markdown, JSON), the SVG timeline, the seeded workload,
-// the rows a command line asks for and the servers' arguments. The processes and sockets
-// are exercised end to end by tests/e2e/deploy_sim.test.mjs.
+// `dorm deploy-sim`'s pure parts: a row's outcomes and their table (text, Markdown, JSON),
+// the SVG timeline, the seeded workload, the rows a command line asks for and the servers'
+// arguments. The SSE decoder, the SDK client's rules and the call outcomes it sums up are
+// the testing/ layer's (tests/testing); the processes and sockets are exercised end to end
+// by tests/e2e/deploy_sim.test.mjs.
 #include "deploy_sim.hpp"
 
 #include <doctest/doctest.h>
@@ -10,21 +11,17 @@
 #include <set>
 #include <string>
 
-#include "client_rules.hpp"
 #include "outcome.hpp"
 #include "report.hpp"
 #include "simulation.hpp"
-#include "sse_decoder.hpp"
 #include "timeline_svg.hpp"
 #include "workload.hpp"
 
 using namespace dorm::deploy_sim;
+using dorm::testing::Outcome;
+using dorm::testing::OutcomeKind;
 
 namespace {
-
-std::vector<SseEvent> decode(std::string_view body) {
-  return SseDecoder().feed(body).events;
-}
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -32,15 +29,15 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-CallRecord call(int session, int slot, OutcomeKind kind, double start, double end, double deploy,
-                std::string reason = {}) {
-  CallRecord c;
+SimCall call(int session, int slot, OutcomeKind kind, std::int64_t start, std::int64_t end,
+             std::int64_t deploy, std::string reason = {}) {
+  SimCall c;
   c.session = session;
   c.slot = slot;
-  c.start_ms = start;
-  c.end_ms = end;
-  c.deploy_ms = deploy;
-  c.outcome = Outcome{kind, kind == OutcomeKind::failed ? -32001 : 0, std::move(reason)};
+  c.record.start_ms = start;
+  c.record.end_ms = end;
+  c.record.deploy_ms = deploy;
+  c.record.outcome = Outcome{kind, kind == OutcomeKind::failed ? -32001 : 0, std::move(reason)};
   return c;
 }
 
@@ -62,94 +59,19 @@ RowRun sample_run() {
 
 }  // namespace
 
-TEST_CASE("SSE: a priming event (id, retry, empty data) is delivered with its id") {
-  auto chunk = SseDecoder().feed("id: 0123456789abcdef-0\nretry: 500\ndata: \n\n");
-  REQUIRE(chunk.events.size() == 1);
-  CHECK(chunk.events[0].id == std::optional<std::string>("0123456789abcdef-0"));
-  CHECK(chunk.events[0].data.empty());
-  CHECK(chunk.retry_ms == std::optional<std::int64_t>(500));
-}
-
-TEST_CASE("SSE: an id without a data line is dropped, and ids do not carry over") {
-  auto events = decode("id: a-0\n\ndata: {\"x\":1}\n\nid: a-2\ndata: two\n\n");
-  REQUIRE(events.size() == 2);
-  CHECK_FALSE(events[0].id.has_value());
-  CHECK(events[0].data == "{\"x\":1}");
-  CHECK(events[1].id == std::optional<std::string>("a-2"));
-}
-
-TEST_CASE("SSE: events split anywhere across feeds decode the same, whatever the line ends") {
-  std::string body =
-      "\xEF\xBB\xBF: keepalive\r\nid: s-1\r\ndata: line one\r\ndata:line two\r\n\r\n"
-      "event: other\rdata: x\r\rretry: soon\nretry: 250\n";
-  SseDecoder whole;
-  auto at_once = whole.feed(body);
-  SseDecoder bytewise;
-  std::vector<SseEvent> events;
-  std::optional<std::int64_t> retry;
-  for (char c : body) {
-    auto part = bytewise.feed(std::string_view(&c, 1));
-    events.insert(events.end(), part.events.begin(), part.events.end());
-    if (part.retry_ms) retry = part.retry_ms;
-  }
-  CHECK(events == at_once.events);
-  CHECK(retry == std::optional<std::int64_t>(250));  // "soon" is not a number: ignored
-  REQUIRE(events.size() == 2);
-  CHECK(events[0].data == "line one\nline two");
-  CHECK(events[0].id == std::optional<std::string>("s-1"));
-  CHECK(events[1].event == "other");
-}
-
-TEST_CASE("client rules: the retry hint wins, else backoff from 1 s by 1.5, capped") {
-  ReconnectOptions o;
-  CHECK(reconnect_delay_ms(o, 0, 500) == 500);
-  CHECK(reconnect_delay_ms(o, 1, 500) == 500);
-  CHECK(reconnect_delay_ms(o, 0, std::nullopt) == 1000);
-  CHECK(reconnect_delay_ms(o, 1, std::nullopt) == 1500);
-  CHECK(reconnect_delay_ms(o, 20, std::nullopt) == 30'000);
-  CHECK(o.max_retries == 2);
-}
-
-TEST_CASE("client rules: a POST stream resumes only after an id and until a result") {
-  CHECK_FALSE(resumes_after_end(false, false, false));  // no priming: the call is lost
-  CHECK(resumes_after_end(false, true, false));
-  CHECK_FALSE(resumes_after_end(false, true, true));
-  CHECK(resumes_after_end(true, false, false));  // GET streams always
-  CHECK_FALSE(resumes_after_end(true, true, true));
-  CHECK(classify_resume(200, true) == ResumeAnswer::stream);
-  CHECK(classify_resume(204, false) == ResumeAnswer::finished);
-  CHECK(classify_resume(405, true) == ResumeAnswer::abandoned);
-  CHECK(classify_resume(503, true) == ResumeAnswer::failed);
-  CHECK(classify_resume(404, true) == ResumeAnswer::failed);
-}
-
-TEST_CASE("client rules: an error response's reason comes from data.reason, else its code") {
-  auto reaped = outcome_of_error(
-      R"({"code":-32001,"message":"m","data":{"reason":"server_restart","retrySafe":false}})");
-  CHECK(reaped.kind == OutcomeKind::failed);
-  CHECK(reaped.code == -32001);
-  CHECK(reaped.reason == "server_restart");
-  auto plain = outcome_of_error(R"({"code":-32602,"message":"bad"})");
-  CHECK(plain.reason == "code -32602");
-  CHECK(outcome_of_error("not json").reason == "code 0");
-}
-
-TEST_CASE(
-    "outcomes: percentiles are nearest-rank; a row counts classes and times from the deploy") {
-  CHECK_FALSE(percentile({}, 0.5).has_value());
-  CHECK(percentile({5, 1, 3}, 0.5) == 3);
-  CHECK(percentile({1, 2, 3, 4}, 0.5) == 2);
-  CHECK(percentile({1, 2, 3, 4}, 0.99) == 4);
+TEST_CASE("outcomes: a row sums its calls' records up and keeps its key and probe counts") {
   auto s = summarize(sample_run());
-  CHECK(s.calls == 4);
-  CHECK(s.answered == 1);
-  CHECK(s.failed_fast == 2);
-  CHECK(s.hung == 1);
-  CHECK(s.error_ms_p50 == 500);
-  CHECK(s.error_ms_p99 == 700);
-  CHECK(s.reasons == std::map<std::string, int>{{"server_restart", 2}});
+  CHECK(s.key.variant == "reaper");
+  CHECK(s.outcomes.calls == 4);
+  CHECK(s.outcomes.answered == 1);
+  CHECK(s.outcomes.failed == 2);
+  CHECK(s.outcomes.hung == 1);
+  CHECK(s.outcomes.error_ms_p50 == 500);
+  CHECK(s.outcomes.error_ms_p99 == 700);
+  CHECK(s.outcomes.reasons == std::map<std::string, std::size_t>{{"server_restart", 2}});
   CHECK(s.unanswered_ms_max == 210);
   CHECK(s.unanswered_probes == 3);
+  CHECK(last_event_ms(sample_run()) == 4000);
 }
 
 TEST_CASE("report: text aligns columns, Markdown has one rule, JSON has every member") {
@@ -157,7 +79,7 @@ TEST_CASE("report: text aligns columns, Markdown has one rule, JSON has every me
   auto rows = std::vector<RowSummary>{summarize(sample_run())};
   RowRun quiet = sample_run();
   quiet.key.variant = "no-fix";
-  for (auto& c : quiet.calls) c.outcome = Outcome{OutcomeKind::hung, 0, {}};
+  for (auto& c : quiet.calls) c.record.outcome = Outcome{OutcomeKind::hung, 0, {}};
   rows.push_back(summarize(quiet));
 
   auto text = format_text(h, rows);

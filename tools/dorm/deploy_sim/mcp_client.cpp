@@ -9,12 +9,17 @@
 #include <variant>
 
 #include "dorm/mcp/jsonrpc.hpp"
-#include "sse_decoder.hpp"
+#include "dorm/testing/sse_decoder.hpp"
 #include "version.hpp"
 
 namespace dorm::deploy_sim {
 
 namespace asio = boost::asio;
+using testing::Outcome;
+using testing::OutcomeKind;
+using testing::ResumeAnswer;
+using testing::SseChunk;
+using testing::SseDecoder;
 
 namespace {
 constexpr const char* kProtocolVersion = "2025-11-25";
@@ -63,7 +68,7 @@ struct McpClient::StreamEnd {
 };
 
 McpClient::McpClient(asio::any_io_executor executor, std::string host, std::uint16_t port,
-                     ReconnectOptions reconnect)
+                     testing::ReconnectOptions reconnect)
     : http_(executor, std::move(host), port), reconnect_(reconnect), closing_(executor) {}
 
 HttpRequest McpClient::post(std::string body) const {
@@ -93,7 +98,7 @@ asio::awaitable<McpClient::StreamEnd> McpClient::read_stream(HttpResponse& respo
     SseChunk chunk = decoder.feed(piece.bytes);
     if (chunk.retry_ms) server_retry_ms_ = chunk.retry_ms;
     for (auto& event : chunk.events) {
-      if (event.id) {
+      if (event.id && !event.id->empty()) {  // the SDK tests the id for truth: "" is none
         end.last_event_id = event.id;
         end.carried_event_id = true;
       }
@@ -111,13 +116,14 @@ asio::awaitable<std::unique_ptr<HttpResponse>> McpClient::reconnect(
     const std::optional<std::string>& last_event_id, Clock::time_point deadline) {
   for (int attempt = 0; attempt < reconnect_.max_retries; ++attempt) {
     auto at = Clock::now() +
-              std::chrono::milliseconds(reconnect_delay_ms(reconnect_, attempt, server_retry_ms_));
+              std::chrono::milliseconds(
+                  testing::reconnect_delay_ms(reconnect_, attempt, server_retry_ms_));
     if (closed_ || at >= deadline) co_return nullptr;
     co_await closing_.until([this] { return closed_; }, at);
     if (closed_) co_return nullptr;
     HttpAnswer answer = co_await http_.send(get(last_event_id), deadline);
     if (!answer.response) continue;  // no connection or no answer: a failed attempt
-    switch (classify_resume(answer.response->status(), answer.response->has_body())) {
+    switch (testing::classify_resume(answer.response->status(), answer.response->has_body())) {
       case ResumeAnswer::stream:
         co_return std::move(answer.response);
       case ResumeAnswer::finished:
@@ -132,7 +138,7 @@ asio::awaitable<std::unique_ptr<HttpResponse>> McpClient::reconnect(
 
 asio::awaitable<void> McpClient::follow(StreamEnd end, Clock::time_point deadline,
                                         const MessageSink& sink) {
-  while (resumes_after_end(end.reconnectable, end.carried_event_id, end.received_result)) {
+  while (testing::resumes_after_end(end.reconnectable, end.carried_event_id, end.received_result)) {
     auto resumed = co_await reconnect(end.last_event_id, deadline);
     if (!resumed) co_return;
     // A resumed stream is a GET stream: reconnectable, and its own ids only.
@@ -156,7 +162,7 @@ asio::awaitable<void> McpClient::call(std::int64_t id, std::string tool, std::st
       if (m.kind == mcp::Message::Kind::result_response) {
         settle(Outcome{OutcomeKind::answered, 0, {}});
       } else {
-        settle(outcome_of_error(m.error));
+        settle(testing::outcome_of_error(m.error));
       }
     }
   };
@@ -174,7 +180,7 @@ asio::awaitable<void> McpClient::call(std::int64_t id, std::string tool, std::st
   }
   auto& r = *answer.response;
   if (r.status() < 200 || r.status() > 299) {
-    settle(Outcome{OutcomeKind::failed, 0, "HTTP " + std::to_string(r.status())});
+    settle(Outcome{OutcomeKind::failed, 0, "http_" + std::to_string(r.status())});
   } else if (is_event_stream(r)) {
     StreamEnd end = co_await read_stream(r, false, sink);
     answer.response.reset();

@@ -1,8 +1,9 @@
 // McpClient: one simulated MCP client session that behaves, on the wire, like the official
 // TypeScript SDK client (1.32.2) with its default options: `initialize`,
 // `notifications/initialized`, the standalone GET stream, and tool calls answered on SSE
-// streams that are resumed after a drop exactly as client_rules.hpp states (priming id or
-// GET stream, `retry:` or backoff, two attempts, only a result stops it).
+// streams that are resumed after a drop exactly as dorm/testing/sdk_reconnect.hpp states
+// (priming id or GET stream, `retry:` or backoff, two attempts, only a result stops it);
+// the McpCluster clients of --virtual follow the same rules on virtual time.
 // tests/e2e/deploy_sim.test.mjs runs the same case with the real SDK client and checks
 // that both see the same outcomes.
 //
@@ -17,7 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "client_rules.hpp"
+#include "dorm/testing/call_outcome.hpp"
+#include "dorm/testing/sdk_reconnect.hpp"
 #include "http_client.hpp"
 #include "notifier.hpp"
 
@@ -26,13 +28,13 @@ namespace dorm::deploy_sim {
 // What a call reports while it runs (on the I/O thread).
 struct CallHooks {
   std::function<void()> accepted;               // the POST got a response header, or failed
-  std::function<void(const Outcome&)> settled;  // exactly once
+  std::function<void(const testing::Outcome&)> settled;  // exactly once
 };
 
 class McpClient {
  public:
   McpClient(boost::asio::any_io_executor executor, std::string host, std::uint16_t port,
-            ReconnectOptions reconnect = {});
+            testing::ReconnectOptions reconnect = {});
 
   // initialize and notifications/initialized, then the standalone GET stream in the
   // background (as the SDK opens it). Returns an error text, empty on success.
@@ -68,7 +70,7 @@ class McpClient {
   HttpRequest get(const std::optional<std::string>& last_event_id) const;
 
   HttpClient http_;
-  ReconnectOptions reconnect_;
+  testing::ReconnectOptions reconnect_;
   Notifier closing_;
   bool closed_ = false;
   int running_ = 0;

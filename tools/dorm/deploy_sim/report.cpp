@@ -21,13 +21,14 @@ std::string seconds(double ms) {
   return out;
 }
 
-std::string seconds_or_dash(const std::optional<double>& ms) {
-  return ms ? seconds(*ms) : "-";
+template <typename Ms>
+std::string seconds_or_dash(const std::optional<Ms>& ms) {
+  return ms ? seconds(static_cast<double>(*ms)) : "-";
 }
 
 std::string reasons_text(const RowSummary& row) {
   std::string out;
-  for (const auto& [reason, n] : row.reasons) {
+  for (const auto& [reason, n] : row.outcomes.reasons) {
     if (!out.empty()) out += ", ";
     out += reason + " " + std::to_string(n);
   }
@@ -50,17 +51,18 @@ const std::vector<std::string> kColumns = {"variant",   "mode",     "retry",    
                                            "error p99", "hung",     "unanswered",  "reasons"};
 
 std::vector<std::string> cells(const RowSummary& r) {
+  const auto& o = r.outcomes;
   return {r.key.variant,
           r.key.mode,
           std::to_string(r.key.retry_ms) + " ms",
           std::to_string(r.key.restart_gap_ms) + " ms",
-          std::to_string(r.calls),
-          std::to_string(r.answered),
-          std::to_string(r.failed_fast),
-          seconds_or_dash(r.error_ms_p50),
-          seconds_or_dash(r.error_ms_p99),
-          std::to_string(r.hung),
-          seconds(r.unanswered_ms_max),
+          std::to_string(o.calls),
+          std::to_string(o.answered),
+          std::to_string(o.failed),
+          seconds_or_dash(o.error_ms_p50),
+          seconds_or_dash(o.error_ms_p99),
+          std::to_string(o.hung),
+          seconds_or_dash(r.unanswered_ms_max),
           reasons_text(r)};
 }
 
@@ -141,34 +143,41 @@ class Members {
   }
   // Milliseconds to a tenth, or null when unset.
   Members& operator()(const char* key, const std::optional<double>& ms) {
+    if (!ms) return null(key);
     w_.Key(key);
-    if (ms) {
-      w_.Double(std::round(*ms * 10) / 10);
-    } else {
-      w_.Null();
-    }
+    w_.Double(std::round(*ms * 10) / 10);
     return *this;
+  }
+  template <std::integral T>
+  Members& operator()(const char* key, const std::optional<T>& value) {
+    return value ? (*this)(key, *value) : null(key);
   }
 
  private:
+  Members& null(const char* key) {
+    w_.Key(key);
+    w_.Null();
+    return *this;
+  }
+
   JsonWriter& w_;
 };
 
 void write_row(JsonWriter& w, const RowSummary& r) {
+  const auto& o = r.outcomes;
   w.StartObject();
   Members m(w);
   m("variant", r.key.variant)("mode", r.key.mode);
   m("retry_ms", r.key.retry_ms)("restart_gap_ms", r.key.restart_gap_ms);
-  m("calls", r.calls)("answered", r.answered)("failed_fast", r.failed_fast)("hung", r.hung);
-  m("error_ms_p50", r.error_ms_p50)("error_ms_p99", r.error_ms_p99);
+  m("calls", o.calls)("answered", o.answered)("failed_fast", o.failed)("hung", o.hung);
+  m("error_ms_p50", o.error_ms_p50)("error_ms_p99", o.error_ms_p99);
   w.Key("reasons");
   w.StartObject();
-  auto reasons = r.reasons;
+  auto reasons = o.reasons;
   for (const char* named : kNamedReasons) reasons.try_emplace(named, 0);
   for (const auto& [reason, n] : reasons) m(reason.c_str(), n);
   w.EndObject();
-  m("unanswered_ms_max", std::optional<double>(r.unanswered_ms_max));
-  m("unanswered_probes", r.unanswered_probes);
+  m("unanswered_ms_max", r.unanswered_ms_max)("unanswered_probes", r.unanswered_probes);
   w.EndObject();
 }
 

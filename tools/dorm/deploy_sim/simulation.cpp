@@ -44,8 +44,9 @@ struct RowState {
   std::string open_error;
   int accepted = 0;  // calls of the current round whose POST got a header or failed
   int settled = 0;   // calls of the row with their outcome
-  double ms(Clock::time_point t) const {
-    return std::chrono::duration<double, std::milli>(t - t0).count();
+  // Milliseconds since the row started, the unit of the row's records.
+  std::int64_t ms(Clock::time_point t) const {
+    return std::chrono::duration_cast<milliseconds>(t - t0).count();
   }
 };
 
@@ -93,21 +94,21 @@ asio::awaitable<void> open_client(std::shared_ptr<RowState> st, std::size_t i,
 
 asio::awaitable<void> run_call(std::shared_ptr<RowState> st, std::size_t index, std::int64_t id,
                                Clock::time_point deadline, Progress* progress) {
-  const CallRecord& record = st->run.calls[index];
-  McpClient& client = *st->clients[static_cast<std::size_t>(record.session)];
+  const SimCall& call = st->run.calls[index];
+  McpClient& client = *st->clients[static_cast<std::size_t>(call.session)];
   CallHooks hooks;
   hooks.accepted = [st] {
     ++st->accepted;
     st->changed.notify();
   };
-  hooks.settled = [st, index, progress](const Outcome& outcome) {
-    auto& c = st->run.calls[index];
+  hooks.settled = [st, index, progress](const testing::Outcome& outcome) {
+    auto& c = st->run.calls[index].record;
     c.outcome = outcome;
     c.end_ms = st->ms(Clock::now());
     progress->settled(++st->settled);
     st->changed.notify();
   };
-  co_await client.call(id, "sleep", "{\"ms\":" + std::to_string(record.duration_ms) + "}", deadline,
+  co_await client.call(id, "sleep", "{\"ms\":" + std::to_string(call.duration_ms) + "}", deadline,
                        std::move(hooks));
 }
 
@@ -243,8 +244,9 @@ class Deployer {
     // harmless only for captures with trivial destructors.
     const Prober* probing = p.get();
     co_await st_->changed.until([probing] { return probing->done; }, Clock::now() + seconds(5));
-    st_->run.unanswered_ms_max = std::max(st_->run.unanswered_ms_max, p->unanswered_ms_max);
-    st_->run.unanswered_probes += p->unanswered_probes;
+    st_->run.unanswered_ms_max =
+        std::max(st_->run.unanswered_ms_max.value_or(0), p->unanswered_ms_max);
+    st_->run.unanswered_probes = st_->run.unanswered_probes.value_or(0) + p->unanswered_probes;
     prober_.reset();
   }
 
@@ -334,6 +336,16 @@ asio::awaitable<Result<void>> open_sessions(std::shared_ptr<RowState> st, const 
   co_return Result<void>{};
 }
 
+// The deploy at `deploy_ms` hit every call of the round (from `first` on) that had no
+// outcome by then.
+void mark_deployed(RowRun& run, std::size_t first, std::int64_t deploy_ms) {
+  for (std::size_t i = first; i < run.calls.size(); ++i) {
+    auto& c = run.calls[i].record;
+    if (c.outcome.kind == testing::OutcomeKind::pending || c.end_ms >= deploy_ms)
+      c.deploy_ms = deploy_ms;
+  }
+}
+
 // One round: start every session's calls, deploy once all are accepted, wait for every
 // outcome.
 asio::awaitable<Result<void>> run_round(std::shared_ptr<RowState> st, const RowPlan& plan,
@@ -344,28 +356,29 @@ asio::awaitable<Result<void>> run_round(std::shared_ptr<RowState> st, const RowP
   st->accepted = 0;
   for (int s = 0; s < plan.sessions; ++s) {
     for (int k = 0; k < plan.calls_per_session; ++k) {
-      CallRecord c;
+      SimCall c;
       c.session = s;
       c.slot = k;
       c.round = round;
       c.duration_ms = durations[static_cast<std::size_t>(s)][static_cast<std::size_t>(k)];
+      c.record.session = st->clients[static_cast<std::size_t>(s)]->session_id();
+      c.record.request_id = std::int64_t{round} * plan.calls_per_session + k + 1;
+      c.record.tool = "sleep";
       st->run.calls.push_back(c);
     }
   }
   auto deadline = Clock::now() + timeout;
   for (std::size_t i = first; i < st->run.calls.size(); ++i) {
-    auto& c = st->run.calls[i];
+    auto& c = st->run.calls[i].record;
     c.start_ms = st->ms(Clock::now());
-    std::int64_t id = std::int64_t{round} * plan.calls_per_session + c.slot + 1;
-    asio::co_spawn(st->executor, run_call(st, i, id, Clock::now() + timeout, &progress),
+    asio::co_spawn(st->executor, run_call(st, i, c.request_id, Clock::now() + timeout, &progress),
                    asio::detached);
   }
   int round_calls = static_cast<int>(st->run.calls.size() - first);
   co_await st->changed.until([&] { return st->accepted == round_calls; }, deadline + kSettleSlack);
   auto deployed = co_await deployer.deploy();
   if (!deployed) co_return deployed;
-  double deploy_ms = st->run.deploys_ms.back();
-  for (std::size_t i = first; i < st->run.calls.size(); ++i) st->run.calls[i].deploy_ms = deploy_ms;
+  mark_deployed(st->run, first, st->run.deploys_ms.back());
   int target = static_cast<int>(st->run.calls.size());
   co_await st->changed.until([&] { return st->settled == target; }, deadline + kSettleSlack);
   if (st->settled < target)
@@ -413,10 +426,7 @@ asio::awaitable<Result<RowRun>> run_row(const RowPlan& plan, Progress& progress)
   co_await close_clients(st);
   co_await deployer.stop();
   if (!done) co_return std::move(done).error();
-  double end = 0;
-  for (const auto& c : st->run.calls) end = std::max(end, c.end_ms);
-  for (double d : st->run.deploys_ms) end = std::max(end, d);
-  st->run.end_ms = end;
+  st->run.end_ms = last_event_ms(st->run);
   co_return std::move(st->run);
 }
 

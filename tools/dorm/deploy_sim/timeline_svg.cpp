@@ -31,13 +31,15 @@ constexpr Colour kColours[] = {
     {"hung", "#9e9e9e", "hung (no outcome by the client's timeout)"},
 };
 
-const Colour& colour(OutcomeKind kind) {
+// A pending call cannot be drawn (a row ends when every call has its outcome); grey if one were.
+const Colour& colour(testing::OutcomeKind kind) {
   switch (kind) {
-    case OutcomeKind::answered:
+    case testing::OutcomeKind::answered:
       return kColours[0];
-    case OutcomeKind::failed:
+    case testing::OutcomeKind::failed:
       return kColours[1];
-    case OutcomeKind::hung:
+    case testing::OutcomeKind::hung:
+    case testing::OutcomeKind::pending:
       break;
   }
   return kColours[2];
@@ -72,13 +74,14 @@ std::string legend() {
   return out;
 }
 
-std::string call_title(const CallRecord& c) {
+std::string call_title(const SimCall& c) {
+  const auto& r = c.record;
   char out[96];
   std::snprintf(out, sizeof out, "session %d, call %d, deploy %d: %s after %.2f s", c.session + 1,
-                c.slot + 1, c.round + 1, std::string(to_string(c.outcome.kind)).c_str(),
-                (c.end_ms - c.start_ms) / 1000.0);
+                c.slot + 1, c.round + 1, std::string(testing::to_string(r.outcome.kind)).c_str(),
+                static_cast<double>(r.end_ms - r.start_ms) / 1000.0);
   std::string text = out;
-  if (!c.outcome.reason.empty()) text += " (" + c.outcome.reason + ")";
+  if (!r.outcome.reason.empty()) text += " (" + r.outcome.reason + ")";
   return text;
 }
 
@@ -87,6 +90,7 @@ struct Panel {
   double span_ms;
   double lanes_top() const { return top + kPanelTitle; }
   double x(double ms) const { return kLeft + (kWidth - kLeft - kRight) * ms / span_ms; }
+  double x(std::int64_t ms) const { return x(static_cast<double>(ms)); }
 };
 
 std::string lanes(const RowRun& row, const Panel& p) {
@@ -105,10 +109,10 @@ std::string lanes(const RowRun& row, const Panel& p) {
     out += "\n";
     for (const auto& c : row.calls) {
       if (c.session != s) continue;
-      const auto& col = colour(c.outcome.kind);
-      double x0 = p.x(c.start_ms);
+      const auto& col = colour(c.record.outcome.kind);
+      double x0 = p.x(c.record.start_ms);
       // One unit short of the end, so a call that starts where another ended stays apart.
-      double w = std::max(p.x(c.end_ms) - x0 - 1, 1.0);
+      double w = std::max(p.x(c.record.end_ms) - x0 - 1, 1.0);
       out += "<rect class=\"call " + std::string(col.cls) + "\" x=\"" + num(x0) + "\" y=\"" +
              num(y + 1 + c.slot * slot_height) + "\" width=\"" + num(w) + "\" height=\"" +
              num(std::max(slot_height - 0.5, 0.5)) + "\" fill=\"" + col.fill + "\"><title>" +
@@ -186,7 +190,7 @@ std::string timeline_svg(const std::vector<RowRun>& rows, std::string_view title
          xml_escape(title) + "</text>\n" + legend();
   double top = kLegend;
   for (const auto& row : rows) {
-    Panel p{top, std::max(row.end_ms, 1.0)};
+    Panel p{top, std::max(static_cast<double>(row.end_ms), 1.0)};
     char heading[160];
     std::snprintf(
         heading, sizeof heading,

@@ -10,8 +10,9 @@
 // `retry` values are reported as read (the SDK keeps the last one for every later
 // reconnect of the session), whether or not their event is dispatched; a value that is
 // not all digits is ignored. Lines end with LF, CRLF or CR; a line starting with ':' is a
-// comment (the keep-alive); an unknown field is ignored; a leading byte order mark is
-// dropped. Nothing is ever an error: a malformed line is skipped, as the SDK skips it.
+// comment (the keep-alive); an unknown field, and an `id` holding a NUL, are ignored; a
+// leading byte order mark is dropped. Nothing is ever an error: a malformed line is
+// skipped, as the SDK skips it.
 #pragma once
 
 #include <cstdint>
