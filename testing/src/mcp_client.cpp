@@ -137,8 +137,13 @@ class CallFollower : public std::enable_shared_from_this<CallFollower> {
     const auto& reconnect = impl_.options.client.reconnect;
     if (attempt >= reconnect.max_retries) return;  // the SDK gives up: the call waits for its timeout
     auto delay = reconnect_delay_ms(reconnect, attempt, impl_.clients[client_].server_retry_ms);
+    auto at = impl_.now() + delay;
+    // Nothing that comes after the call's timeout changes its outcome: stop there, as
+    // deploy-sim's client of real processes does, rather than resume a hung call's GET
+    // stream every `retry:` for as long as the cluster runs.
+    if (at >= impl_.calls[call_].start_ms + impl_.options.client.request_timeout_ms) return;
     auto self = shared_from_this();
-    impl_.at(impl_.now() + delay, [self, cursor, attempt] { self->resume(cursor, attempt); });
+    impl_.at(at, [self, cursor, attempt] { self->resume(cursor, attempt); });
   }
 
   void resume(const std::optional<std::string>& cursor, int attempt) {

@@ -12,7 +12,8 @@
 // priming `retry:` (or the SDK's backoff), at most `max_retries` failed attempts; only a
 // JSON-RPC result or error settles a call, and one without either by the client's
 // timeout hung. They do not open the standalone GET stream (it carries no call's answer)
-// and send no notifications/cancelled at their timeout.
+// and send no notifications/cancelled at their timeout, and they stop resuming a call's
+// streams there: nothing after it changes the call's outcome.
 //
 // What a deploy looks like to a client: a node that is down, or draining, refuses
 // connections (a POST then fails at once; a resume attempt counts as failed). When a node
@@ -26,7 +27,7 @@
 // (actors/boot_reaper.hpp).
 //
 // docs/runtime.md ("Rolling deploys on virtual time") has a worked example
-// (tests/testing/rolling_deploy_test.cpp). Single-threaded, like everything on virtual
+// (tests/testing/rolling_deploy_test.cpp); `dorm deploy-sim --virtual` runs its rows on it. Single-threaded, like everything on virtual
 // time.
 #pragma once
 
