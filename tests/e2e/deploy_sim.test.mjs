@@ -2,8 +2,9 @@
 // table of the kill case (no-fix and priming-only hang, the reaper fails fast), the same
 // case run with the official SDK client giving the same outcome for every call, the SVG
 // timeline parsed as XML and rendered, planned deploys (term: the drain answers what it
-// can and fails the rest fast; rolling: the port never stops answering), input errors,
-// and no server left behind when deploy-sim itself is interrupted or killed.
+// can and fails the rest fast; rolling: the port never stops answering), the same rows on
+// virtual time (--virtual) as JSON, input errors, and no server left behind when
+// deploy-sim itself is interrupted or killed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -188,6 +189,41 @@ test('rolling: the successor is bound before the old server drains, so no probe 
   t.diagnostic(`longest time without an answer on the port: ${row.unanswered_ms_max} ms`);
 });
 
+// The members docs/deploy-sim.md documents for --format json, of the run and of each row.
+const REPORT_MEMBERS = ['version', 'seed', 'sessions', 'calls_per_session', 'deploys', 'call_ms',
+  'client_timeout_s', 'drain_timeout_s', 'virtual', 'rows'];
+const ROW_MEMBERS = ['variant', 'mode', 'retry_ms', 'restart_gap_ms', 'calls', 'answered', 'failed_fast',
+  'hung', 'error_ms_p50', 'error_ms_p99', 'reasons', 'unanswered_ms_max', 'unanswered_probes'];
+
+test('--virtual: every variant and mode in-process on virtual time, as JSON with the documented members', async (t) => {
+  const run = await finished(deploySim(t, ['--virtual', '--variant', 'all', '--mode', 'all',
+    '--sessions', '2', '--calls-per-session', '2', '--deploys', '1', '--call-ms', '30000',
+    '--client-timeout', String(CLIENT_TIMEOUT_S), '--drain-timeout', '2', '--format', 'json', '--seed', '5']), WAIT_MS);
+  assert.equal(run.code, 0, run.stderr);
+  const report = JSON.parse(run.stdout);
+  assert.deepEqual(Object.keys(report), REPORT_MEMBERS);
+  assert.equal(report.virtual, true);
+  assert.equal(report.seed, 5);
+  assert.match(report.version, /^\d+\.\d+\.\d+/);
+  assert.equal(report.rows.length, 9);
+  for (const row of report.rows) {
+    const label = `${row.variant}, ${row.mode}`;
+    assert.deepEqual(Object.keys(row), ROW_MEMBERS, label);
+    assert.equal(row.calls, 4, label);
+    assert.equal(row.answered + row.failed_fast + row.hung, row.calls, label);
+    assert.ok('server_restart' in row.reasons && 'server_draining' in row.reasons, label);
+    // No port on virtual time: nothing was probed.
+    assert.equal(row.unanswered_ms_max, null, label);
+    assert.equal(row.unanswered_probes, null, label);
+    // Calls longer than the client timeout: a kill leaves only the reaper's errors, a drain
+    // only its own, whatever the variant.
+    const expected = row.mode === 'kill'
+      ? (row.variant === 'reaper' ? { failed_fast: 4, hung: 0 } : { failed_fast: 0, hung: 4 })
+      : { failed_fast: 4, hung: 0 };
+    assert.deepEqual({ failed_fast: row.failed_fast, hung: row.hung }, expected, label);
+  }
+});
+
 test('deploy-sim refuses bad input with a message', async (t) => {
   const notExecutable = join(tempDir(t), 'dorm');
   writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
@@ -196,6 +232,7 @@ test('deploy-sim refuses bad input with a message', async (t) => {
     [['--variant', 'some-fix'], /--variant/],
     [['--dorm', '/nonexistent/dorm'], /--dorm/],
     [['--dorm', notExecutable], /: not an executable file/],
+    [['--virtual', '--dorm', notExecutable], /excludes/],
   ]) {
     const run = await finished(deploySim(t, args), WAIT_MS);
     assert.notEqual(run.code, 0, args.join(' '));

@@ -116,6 +116,28 @@ TEST_CASE("report: text aligns columns, Markdown has one rule, JSON has every me
   CHECK(r1["hung"].GetInt() == 4);
   CHECK(r1["error_ms_p50"].IsNull());
   CHECK(r1["restart_gap_ms"].GetInt() == 100);
+  CHECK(doc["virtual"].IsFalse());
+}
+
+TEST_CASE("report: on virtual time the header says so and the unanswered columns are empty") {
+  ReportHeader h{"0.1.0", 7, 2, 2, 1, 100, 200, 10, 5, true};
+  RowRun run = sample_run();
+  run.unanswered_ms_max.reset();
+  run.unanswered_probes.reset();
+  auto rows = std::vector<RowSummary>{summarize(run)};
+  auto text = format_text(h, rows);
+  CHECK(text.find("deploy-sim on virtual time, seed 7") != std::string::npos);
+  CHECK(text.find("(none on virtual time)") != std::string::npos);
+  CHECK(format_markdown(h, rows).find("| 0.50 s | 0.70 s | 1 | - | server_restart 2 |") !=
+        std::string::npos);
+  rapidjson::Document doc;
+  doc.Parse(format_json(h, rows).c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(doc["virtual"].IsTrue());
+  const auto& r0 = doc["rows"][0];
+  CHECK(r0["unanswered_ms_max"].IsNull());
+  CHECK(r0["unanswered_probes"].IsNull());
+  CHECK(r0["failed_fast"].GetInt() == 2);
 }
 
 TEST_CASE("SVG: a lane per session and a bar per call, classed by outcome; text escaped") {

@@ -226,8 +226,8 @@ Subcommand add_deploy_sim(CLI::App& app) {
   auto o = std::make_shared<dorm::deploy_sim::DeploySimOptions>();
   auto* cmd = app.add_subcommand(
       "deploy-sim",
-      "Deploy a real dorm serve under simulated SDK clients and count what every call saw "
-      "(docs/deploy-sim.md)");
+      "Deploy a real dorm serve under simulated SDK clients and count what every call saw; "
+      "with --virtual, the same in-process on virtual time (docs/deploy-sim.md)");
   add_deploy_sim_workload_options(*cmd, *o);
   cmd->add_option("--client-timeout", o->client_timeout_s,
                   "Seconds a client waits for a call's outcome before it counts as hung")
@@ -253,8 +253,13 @@ Subcommand add_deploy_sim(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json", "markdown"}));
   cmd->add_option("--svg", o->svg, "Also write the timeline of every call to this SVG file");
-  cmd->add_option("--dorm", o->dorm, "The dorm binary that serves (default: this program)")
-      ->check(CLI::ExistingFile);
+  auto* server_binary =
+      cmd->add_option("--dorm", o->dorm, "The dorm binary that serves (default: this program)")
+          ->check(CLI::ExistingFile);
+  cmd->add_flag("--virtual", o->virtual_time,
+                "Run the same rows in this process on virtual time (McpCluster): no processes, "
+                "no sockets, no HTTP; the same table, its unanswered column empty")
+      ->excludes(server_binary);
   return {cmd, [o] { return dorm::deploy_sim::run_deploy_sim(*o); }};
 }
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <spdlog/spdlog.h>
 
 #include "dorm/runtime/log.hpp"
 #include "report.hpp"
@@ -20,6 +21,7 @@
 #include "simulation.hpp"
 #include "timeline_svg.hpp"
 #include "version.hpp"
+#include "virtual_simulation.hpp"
 
 namespace dorm::deploy_sim {
 
@@ -83,11 +85,22 @@ std::vector<RowKey> plan_rows(const DeploySimOptions& o) {
 
 namespace {
 
+RowPlan plan_of(const DeploySimOptions& o, const RowKey& key, const Workload& workload) {
+  RowPlan plan;
+  plan.key = key;
+  plan.sessions = o.sessions;
+  plan.calls_per_session = o.calls_per_session;
+  plan.workload = &workload;
+  plan.client_timeout_s = o.client_timeout_s;
+  plan.drain_timeout_s = o.drain_timeout_s;
+  return plan;
+}
+
 struct RunContext {
   const DeploySimOptions& options;
   std::string dorm;
   fs::path dir;
-  Workload workload;
+  const Workload& workload;
   Progress& progress;
   std::vector<RowRun> runs;
   std::string error;
@@ -98,14 +111,9 @@ asio::awaitable<void> run_all(RunContext& ctx) {
   const auto& o = ctx.options;
   int n = 0;
   for (const auto& key : plan_rows(o)) {
-    RowPlan plan{key,
-                 ctx.dorm,
-                 ctx.dir / ("row-" + std::to_string(++n)),
-                 o.sessions,
-                 o.calls_per_session,
-                 &ctx.workload,
-                 o.client_timeout_s,
-                 o.drain_timeout_s};
+    RowPlan plan = plan_of(o, key, ctx.workload);
+    plan.dorm = ctx.dorm;
+    plan.dir = ctx.dir / ("row-" + std::to_string(++n));
     ctx.progress.row(row_label(key), o.sessions * o.calls_per_session * o.deploys);
     std::error_code ignored;
     fs::create_directories(plan.dir, ignored);
@@ -149,9 +157,9 @@ Result<fs::path> make_temp_dir() {
 }
 
 ReportHeader header_of(const DeploySimOptions& o, const CallRange& range) {
-  return ReportHeader{kVersion,         o.seed,       o.sessions,   o.calls_per_session,
-                      o.deploys,        range.min_ms, range.max_ms, o.client_timeout_s,
-                      o.drain_timeout_s};
+  return ReportHeader{kVersion,          o.seed,        o.sessions,   o.calls_per_session,
+                      o.deploys,         range.min_ms,  range.max_ms, o.client_timeout_s,
+                      o.drain_timeout_s, o.virtual_time};
 }
 
 // SIGINT or SIGTERM: the servers are killed and reaped, the stores removed, and the
@@ -170,7 +178,7 @@ ReportHeader header_of(const DeploySimOptions& o, const CallRange& range) {
 }
 
 // Runs every row on one I/O thread.
-void run_rows(RunContext& ctx) {
+void run_on_io_thread(RunContext& ctx) {
   asio::io_context io;
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int) {
@@ -197,7 +205,60 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(out.flush());
 }
 
+// Real `dorm serve` processes over a temporary directory, removed at the end.
+Result<std::vector<RowRun>> run_processes(const DeploySimOptions& o, const Workload& workload,
+                                          Progress& progress) {
+  auto dorm = server_binary(o.dorm);
+  if (!dorm) return std::move(dorm).error();
+  auto dir = make_temp_dir();
+  if (!dir) return std::move(dir).error();
+  RunContext ctx{o, *dorm, *dir, workload, progress, {}, {}, false};
+  run_on_io_thread(ctx);
+  std::error_code ignored;
+  fs::remove_all(*dir, ignored);
+  if (!ctx.error.empty()) return Error{ErrorCode::io_error, ctx.error};
+  return std::move(ctx.runs);
+}
+
+// The in-process node logs what a `dorm serve` of the process mode logs to a pipe nobody
+// shows (a reap per session at every restart, each drain): at the default level only its
+// errors reach stderr, between the progress lines. --log-level debug or trace shows it all.
+class QuietNodeLogs {
+ public:
+  QuietNodeLogs() : was_(spdlog::get_level()) {
+    if (was_ == spdlog::level::info || was_ == spdlog::level::warn)
+      spdlog::set_level(spdlog::level::err);
+  }
+  ~QuietNodeLogs() { spdlog::set_level(was_); }
+  QuietNodeLogs(const QuietNodeLogs&) = delete;
+  QuietNodeLogs& operator=(const QuietNodeLogs&) = delete;
+
+ private:
+  spdlog::level::level_enum was_;
+};
+
+Result<std::vector<RowRun>> run_virtual(const DeploySimOptions& o, const Workload& workload,
+                                        Progress& progress) {
+  QuietNodeLogs quiet;
+  std::vector<RowRun> runs;
+  for (const auto& key : plan_rows(o)) {
+    progress.row(row_label(key), o.sessions * o.calls_per_session * o.deploys);
+    auto run = run_virtual_row(plan_of(o, key, workload), progress);
+    if (!run) return Error{run.error().code, row_label(key) + ": " + run.error().message};
+    runs.push_back(std::move(run).value());
+  }
+  return runs;
+}
+
 }  // namespace
+
+Result<std::vector<RowRun>> run_rows(const DeploySimOptions& o, Progress& progress) {
+  auto range = parse_call_ms(o.call_ms);
+  if (!range) return std::move(range).error();
+  auto workload = draw_workload(o.seed, o.deploys, o.sessions, o.calls_per_session, range->min_ms,
+                                range->max_ms);
+  return o.virtual_time ? run_virtual(o, workload, progress) : run_processes(o, workload, progress);
+}
 
 int run_deploy_sim(const DeploySimOptions& o) {
   auto fail = [](const std::string& what) {
@@ -206,39 +267,25 @@ int run_deploy_sim(const DeploySimOptions& o) {
   };
   auto range = parse_call_ms(o.call_ms);
   if (!range) return fail(range.error().message);
-  auto dorm = server_binary(o.dorm);
-  if (!dorm) return fail(dorm.error().message);
   if (!o.svg.empty() && !fs::is_directory(fs::absolute(o.svg).parent_path()))
     return fail("--svg " + o.svg + ": its directory does not exist");
-  auto dir = make_temp_dir();
-  if (!dir) return fail(dir.error().message);
 
   Progress progress(stderr, isatty(STDERR_FILENO) == 1);
-  RunContext ctx{o,
-                 *dorm,
-                 *dir,
-                 draw_workload(o.seed, o.deploys, o.sessions, o.calls_per_session, range->min_ms,
-                               range->max_ms),
-                 progress,
-                 {},
-                 {},
-                 false};
-  run_rows(ctx);
+  auto runs = run_rows(o, progress);
   progress.finish();
-  std::error_code ignored;
-  fs::remove_all(*dir, ignored);
-  if (!ctx.error.empty()) return fail(ctx.error);
+  if (!runs) return fail(runs.error().message);
 
   std::vector<RowSummary> rows;
-  for (const auto& run : ctx.runs) rows.push_back(summarize(run));
+  for (const auto& run : *runs) rows.push_back(summarize(run));
   auto header = header_of(o, *range);
   std::string table = o.format == "json"       ? format_json(header, rows)
                       : o.format == "markdown" ? format_markdown(header, rows)
                                                : format_text(header, rows);
   std::fwrite(table.data(), 1, table.size(), stdout);
   std::fflush(stdout);
-  if (!o.svg.empty() &&
-      !write_file(o.svg, timeline_svg(ctx.runs, "dorm deploy-sim, seed " + std::to_string(o.seed))))
+  std::string title = "dorm deploy-sim" + std::string(o.virtual_time ? " --virtual" : "") +
+                      ", seed " + std::to_string(o.seed);
+  if (!o.svg.empty() && !write_file(o.svg, timeline_svg(*runs, title)))
     return fail("--svg " + o.svg + ": cannot write the file");
   return 0;
 }

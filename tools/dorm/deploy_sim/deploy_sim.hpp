@@ -3,7 +3,9 @@
 // TypeScript SDK's reconnect rules, keeps calls of the `sleep` fixture in flight, deploys
 // (kill, term or rolling) in the middle of them, and prints per server variant and mode how
 // many calls were answered, failed fast (and how fast) or hung until the client's timeout.
-// docs/deploy-sim.md explains the options and the results.
+// With --virtual the same rows run in this process on virtual time (McpCluster; no
+// processes, no sockets) and print the same table. docs/deploy-sim.md explains the options
+// and the results.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 
 #include "dorm/result.hpp"
 #include "outcome.hpp"
+#include "progress.hpp"
 
 namespace dorm::deploy_sim {
 
@@ -31,6 +34,7 @@ struct DeploySimOptions {
   std::string format = "text";  // text | json | markdown
   std::string svg;              // write the timeline here when set
   std::string dorm;             // the server binary; empty: this program
+  bool virtual_time = false;    // --virtual: McpCluster on virtual time, no processes
 };
 
 struct CallRange {
@@ -45,6 +49,12 @@ Result<CallRange> parse_call_ms(std::string_view text);
 // The rows a run makes, in the order it makes them: for each mode, each variant, each
 // retry hint, each restart gap (one row for rolling, which has no gap).
 std::vector<RowKey> plan_rows(const DeploySimOptions& options);
+
+// Every row `options` asks for, in plan_rows' order: real processes, or McpCluster on
+// virtual time with options.virtual_time. Progress goes to `progress`. Errors: a malformed
+// --call-ms, a server binary or directory that cannot be used, or the first row that
+// failed (its label and why).
+Result<std::vector<RowRun>> run_rows(const DeploySimOptions& options, Progress& progress);
 
 // Runs it: progress on stderr, the table on stdout. Returns the exit status (0, 1 on a
 // failure, which is logged, 130 when interrupted).

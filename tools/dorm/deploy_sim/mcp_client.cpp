@@ -115,9 +115,8 @@ asio::awaitable<McpClient::StreamEnd> McpClient::read_stream(HttpResponse& respo
 asio::awaitable<std::unique_ptr<HttpResponse>> McpClient::reconnect(
     const std::optional<std::string>& last_event_id, Clock::time_point deadline) {
   for (int attempt = 0; attempt < reconnect_.max_retries; ++attempt) {
-    auto at = Clock::now() +
-              std::chrono::milliseconds(
-                  testing::reconnect_delay_ms(reconnect_, attempt, server_retry_ms_));
+    auto at = Clock::now() + std::chrono::milliseconds(testing::reconnect_delay_ms(
+                                 reconnect_, attempt, server_retry_ms_));
     if (closed_ || at >= deadline) co_return nullptr;
     co_await closing_.until([this] { return closed_; }, at);
     if (closed_) co_return nullptr;

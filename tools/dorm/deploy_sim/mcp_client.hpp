@@ -27,7 +27,7 @@ namespace dorm::deploy_sim {
 
 // What a call reports while it runs (on the I/O thread).
 struct CallHooks {
-  std::function<void()> accepted;               // the POST got a response header, or failed
+  std::function<void()> accepted;  // the POST got a response header, or failed
   std::function<void(const testing::Outcome&)> settled;  // exactly once
 };
 

@@ -38,11 +38,12 @@ std::string reasons_text(const RowSummary& row) {
 std::string header_line(const ReportHeader& h) {
   char out[256];
   std::snprintf(out, sizeof out,
-                "dorm %s deploy-sim, seed %llu: %d sessions x %d calls, %d deploys, calls of "
+                "dorm %s deploy-sim%s, seed %llu: %d sessions x %d calls, %d deploys, calls of "
                 "%lld-%lld ms, client timeout %g s, drain timeout %g s",
-                h.version.c_str(), static_cast<unsigned long long>(h.seed), h.sessions,
-                h.calls_per_session, h.deploys, static_cast<long long>(h.call_ms_min),
-                static_cast<long long>(h.call_ms_max), h.client_timeout_s, h.drain_timeout_s);
+                h.version.c_str(), h.virtual_time ? " on virtual time" : "",
+                static_cast<unsigned long long>(h.seed), h.sessions, h.calls_per_session, h.deploys,
+                static_cast<long long>(h.call_ms_min), static_cast<long long>(h.call_ms_max),
+                h.client_timeout_s, h.drain_timeout_s);
   return out;
 }
 
@@ -92,7 +93,8 @@ std::string format_text(const ReportHeader& header, const std::vector<RowSummary
   }
   out +=
       "hung: no outcome by the client's timeout; error times are from the deploy to the "
-      "client's error; unanswered: the longest time no server answered on the port.\n";
+      "client's error; unanswered: the longest time no server answered on the port";
+  out += header.virtual_time ? " (none on virtual time).\n" : ".\n";
   return out;
 }
 
@@ -129,6 +131,11 @@ class Members {
     } else {
       w_.Int64(value);
     }
+    return *this;
+  }
+  Members& operator()(const char* key, bool value) {
+    w_.Key(key);
+    w_.Bool(value);
     return *this;
   }
   Members& operator()(const char* key, double value) {
@@ -196,6 +203,7 @@ std::string format_json(const ReportHeader& h, const std::vector<RowSummary>& ro
   w.Int64(h.call_ms_max);
   w.EndArray();
   m("client_timeout_s", h.client_timeout_s)("drain_timeout_s", h.drain_timeout_s);
+  m("virtual", h.virtual_time);
   w.Key("rows");
   w.StartArray();
   for (const auto& r : rows) write_row(w, r);

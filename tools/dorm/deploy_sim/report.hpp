@@ -22,15 +22,16 @@ struct ReportHeader {
   std::int64_t call_ms_max = 0;
   double client_timeout_s = 0;
   double drain_timeout_s = 0;
+  bool virtual_time = false;  // --virtual: McpCluster on virtual time, no port to probe
 };
 
 std::string format_text(const ReportHeader& header, const std::vector<RowSummary>& rows);
 std::string format_markdown(const ReportHeader& header, const std::vector<RowSummary>& rows);
-// {"version", "seed", ..., "rows": [{"variant", "mode", "retry_ms", "restart_gap_ms",
-// "calls", "answered", "failed_fast", "hung", "error_ms_p50", "error_ms_p99", "reasons":
-// {"server_restart": n, "server_draining": n, ...}, "unanswered_ms_max",
-// "unanswered_probes"}]}; the
-// percentiles are null when no call failed.
+// {"version", "seed", ..., "virtual", "rows": [{"variant", "mode", "retry_ms",
+// "restart_gap_ms", "calls", "answered", "failed_fast", "hung", "error_ms_p50",
+// "error_ms_p99", "reasons": {"server_restart": n, "server_draining": n, ...},
+// "unanswered_ms_max", "unanswered_probes"}]}; the percentiles are null when no call
+// failed, the unanswered_* on virtual time.
 std::string format_json(const ReportHeader& header, const std::vector<RowSummary>& rows);
 
 }  // namespace dorm::deploy_sim

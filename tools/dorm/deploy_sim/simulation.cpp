@@ -108,8 +108,7 @@ asio::awaitable<void> run_call(std::shared_ptr<RowState> st, std::size_t index, 
     progress->settled(++st->settled);
     st->changed.notify();
   };
-  co_await client.call(id, "sleep", "{\"ms\":" + std::to_string(call.duration_ms) + "}", deadline,
-                       std::move(hooks));
+  co_await client.call(id, kCallTool, call_arguments(call.duration_ms), deadline, std::move(hooks));
 }
 
 // Waits until nothing accepts connections on `port` any more (the old server closed its
@@ -350,22 +349,13 @@ void mark_deployed(RowRun& run, std::size_t first, std::int64_t deploy_ms) {
 // outcome.
 asio::awaitable<Result<void>> run_round(std::shared_ptr<RowState> st, const RowPlan& plan,
                                         int round, Deployer& deployer, Progress& progress) {
-  const auto& durations = plan.workload->durations_ms[static_cast<std::size_t>(round)];
   auto timeout = milliseconds(static_cast<long>(plan.client_timeout_s * 1000));
   std::size_t first = st->run.calls.size();
   st->accepted = 0;
-  for (int s = 0; s < plan.sessions; ++s) {
-    for (int k = 0; k < plan.calls_per_session; ++k) {
-      SimCall c;
-      c.session = s;
-      c.slot = k;
-      c.round = round;
-      c.duration_ms = durations[static_cast<std::size_t>(s)][static_cast<std::size_t>(k)];
-      c.record.session = st->clients[static_cast<std::size_t>(s)]->session_id();
-      c.record.request_id = std::int64_t{round} * plan.calls_per_session + k + 1;
-      c.record.tool = "sleep";
-      st->run.calls.push_back(c);
-    }
+  for (auto& c : round_calls(plan, round)) {
+    c.record.session = st->clients[static_cast<std::size_t>(c.session)]->session_id();
+    c.record.request_id = std::int64_t{round} * plan.calls_per_session + c.slot + 1;
+    st->run.calls.push_back(std::move(c));
   }
   auto deadline = Clock::now() + timeout;
   for (std::size_t i = first; i < st->run.calls.size(); ++i) {

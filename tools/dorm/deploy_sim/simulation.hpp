@@ -20,14 +20,13 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "dorm/result.hpp"
 #include "outcome.hpp"
 #include "progress.hpp"
-#include "workload.hpp"
+#include "row_plan.hpp"
 
 namespace dorm::deploy_sim {
 
@@ -35,17 +34,6 @@ namespace dorm::deploy_sim {
 inline constexpr int kReadyzProbeMs = 25;
 // What `dorm serve` is told to allow a drain beyond --drain-timeout before it must exit.
 inline constexpr double kShutdownGraceS = 5;
-
-struct RowPlan {
-  RowKey key;
-  std::string dorm;           // the `dorm` executable to serve with
-  std::filesystem::path dir;  // the row's store goes under it
-  int sessions = 50;
-  int calls_per_session = 2;
-  const Workload* workload = nullptr;  // its rounds are the row's deploys
-  double client_timeout_s = 120;
-  double drain_timeout_s = 30;
-};
 
 // The arguments of one `dorm serve` of `plan` on `port` (0: any free one).
 std::vector<std::string> serve_args(const RowPlan& plan, std::uint16_t port);
