@@ -94,14 +94,14 @@ function tally(outcomes) {
   return row;
 }
 
-test('kill: deploy-sim shows no-fix and priming-only hanging and the reaper failing fast, as the SDK client does; its SVG is well-formed', async (t) => {
+test('kill: deploy-sim shows no-fix and priming-only hanging and the reaper failing fast, as the SDK client and --virtual do; its SVG is well-formed', async (t) => {
   const dir = tempDir(t);
   const svgPath = join(dir, 'timeline.svg');
-  const sim = deploySim(t, ['--variant', 'all', '--mode', 'kill', '--sessions', String(SESSIONS),
+  const killCase = ['--variant', 'all', '--mode', 'kill', '--sessions', String(SESSIONS),
     '--calls-per-session', String(CALLS), '--deploys', '1', '--call-ms', String(CALL_MS),
     '--client-timeout', String(CLIENT_TIMEOUT_S), '--retry-ms', String(RETRY_MS),
-    '--format', 'json', '--svg', svgPath, '--seed', '7']);
-  const run = await finished(sim);
+    '--format', 'json', '--seed', '7'];
+  const run = await finished(deploySim(t, [...killCase, '--svg', svgPath]));
   assert.equal(run.code, 0, run.stderr);
   // Then the SDK client, the same case against servers of its own: the reaper alone (its
   // outcome depends on the successor binding inside the restart window, so nothing else
@@ -134,6 +134,20 @@ test('kill: deploy-sim shows no-fix and priming-only hanging and the reaper fail
       reasons: Object.fromEntries(Object.entries(sim.reasons).filter(([, n]) => n > 0)) };
     assert.deepEqual(tally(sdk[variant]), expected, `${variant}: SDK client against deploy-sim`);
   }
+
+  // The same case on virtual time (--virtual): the same outcome for every row; and there,
+  // where a time is an exact instant rather than a measurement, every reaper error within
+  // R + 1 s of the kill (at R: the successor is up at once).
+  const virt = await finished(deploySim(t, [...killCase, '--virtual']), WAIT_MS);
+  assert.equal(virt.code, 0, virt.stderr);
+  const virtual = JSON.parse(virt.stdout);
+  for (const variant of Object.keys(VARIANT_FLAGS)) {
+    const [sim, onVirtualTime] = [row(variant), virtual.rows.find((r) => r.variant === variant)];
+    const classes = (r) => ({ answered: r.answered, failed_fast: r.failed_fast, hung: r.hung, reasons: r.reasons });
+    assert.deepEqual(classes(onVirtualTime), classes(sim), `${variant}: --virtual against processes`);
+  }
+  const virtualReaper = virtual.rows.find((r) => r.variant === 'reaper');
+  assert.ok(virtualReaper.error_ms_p99 <= RETRY_MS + 1000, JSON.stringify(virtualReaper));
 
   // The timeline: well-formed XML with a lane per session and a bar per call, and an
   // image a real SVG renderer draws.
