@@ -135,9 +135,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The server is draining (on the connection's strand): a connection waiting for its
   // next request closes now; one busy with a request closes after its response. A
   // request whose first bytes already arrived (not yet read) counts as busy: it is
-  // answered, not dropped.
+  // answered, not dropped; so is the first request of a connection that has had none
+  // (accepted as the listener closed, its client is about to send it).
   void drain_now() {
-    if (!idle_) return;
+    if (!idle_ || requests_ == 0) return;
     beast::error_code ec;
     if (stream_.socket().available(ec) == 0 || ec) close();
   }
@@ -161,8 +162,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     head_method_ = false;
     if (buffer_.size() > 0) return read_header();
     // A draining server takes no new request on a kept-alive connection: the client opens
-    // a new one, which reaches the successor.
-    if (state_->draining.load(std::memory_order_acquire)) return close();
+    // a new one, which reaches the successor. A new connection gets its first one answered.
+    if (requests_ > 0 && state_->draining.load(std::memory_order_acquire)) return close();
     // Idle: wait for the first byte of the next request under the idle timeout.
     idle_ = true;
     stream_.expires_after(options().idle_timeout);
@@ -187,6 +188,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The header is read and none of the body is. In this order: framing, check_head (for
   // the endpoint), the declared body size; only then is the body read.
   void after_header() {
+    ++requests_;
     const auto& head = parser_->get();
     head_method_ = head.method() == http::verb::head;
     if (!framing_is_plain()) {
@@ -485,6 +487,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool watching_ = false;
   bool idle_ = false;  // waiting for the first byte of the next request
+  int requests_ = 0;   // requests whose header was read on this connection
 };
 
 }  // namespace
@@ -525,6 +528,25 @@ struct HttpServer::Impl {
       }
       accept();
     });
+  }
+
+  // Takes the connections the kernel has already queued on the listener, so that closing
+  // it resets none of them. With --reuse-port the kernel spreads new connections over the
+  // old process and its bound successor until the old listener closes; a connection it
+  // gave the old one that was not yet accepted would be reset by the close although a
+  // successor is listening. Each is served as the server now serves (draining: 503 and
+  // `Connection: close` for what it no longer takes). One left is a connection whose
+  // handshake completes between the last accept and the close: microseconds, against the
+  // milliseconds the asynchronous accept loop can lag behind on a busy machine (Linux's
+  // net.ipv4.tcp_migrate_req closes that window too, moving it to the successor).
+  void accept_backlog() {
+    beast::error_code ec;
+    if (acceptor.non_blocking(true, ec); ec) return;
+    for (;;) {
+      tcp::socket socket{net::make_strand(ioc)};
+      if (acceptor.accept(socket, ec); ec) return;  // would_block: nothing is queued
+      std::make_shared<Connection>(std::move(socket), state)->start();
+    }
   }
 };
 
@@ -612,6 +634,7 @@ void HttpServer::close_listener() {
   auto closed = done.get_future();
   net::dispatch(impl_->acceptor.get_executor(), [this, &done] {
     if (!impl_->listener_closed) {
+      impl_->accept_backlog();
       beast::error_code ignored;
       impl_->acceptor.close(ignored);
       impl_->listener_closed = true;

@@ -338,6 +338,23 @@ TEST_CASE("http server: after close_listener the port is free and open connectio
   CHECK(kept.send(http::verb::get, "/healthz").result() == http::status::ok);
 }
 
+TEST_CASE("http server: a drain closes an idle kept-alive connection but answers a new one's first request") {
+  auto server = start_on_free_port();
+  server->set_ready(true);
+  std::uint16_t port = server->local_address().port;
+  Client kept(port);
+  CHECK(kept.send(http::verb::get, "/healthz").result() == http::status::ok);
+  // Connected, no request yet: accepted, or still in the kernel's queue when the listener
+  // closes. Either way its client is about to send a request, and gets an answer.
+  Client fresh(port);
+  server->begin_drain();
+  CHECK(kept.closed_by_server(std::chrono::seconds(10)));
+  auto answer = fresh.send(http::verb::get, "/readyz");
+  CHECK(answer.result() == http::status::service_unavailable);
+  CHECK_FALSE(answer.keep_alive());  // and then it closes, so the client reconnects
+  CHECK(fresh.closed_by_server(std::chrono::seconds(10)));
+}
+
 TEST_CASE("http server: an unresolvable host is a clear error") {
   HttpServer::Options options;
   options.listen = {"no-such-host.invalid", 0};

@@ -184,14 +184,15 @@ class HttpServer {
   void set_ready(bool ready);
 
   // Closes the listening socket so a successor can bind the port; connections already
-  // accepted continue. Idempotent, thread-safe, returns once the socket is closed.
+  // accepted, or queued by the kernel and not yet accepted (they are accepted first),
+  // continue. Idempotent, thread-safe, returns once the socket is closed.
   void close_listener();
 
   // Starts a graceful stop (a planned deploy): `/readyz` answers 503, the listener closes,
   // connections waiting for their next request close now, and every response from now on
   // closes its connection (`Connection: close`), so clients open new connections, which
-  // reach the successor. Requests already being read or answered, and open streams, go
-  // on. Idempotent, thread-safe.
+  // reach the successor. Requests already being read or answered, the first request of a
+  // connection that has had none yet, and open streams go on. Idempotent, thread-safe.
   void begin_drain();
 
   // Closes every connection now, whatever it is doing (the drain's deadline has passed).
