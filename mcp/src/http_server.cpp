@@ -9,11 +9,14 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <mutex>
 #include <future>
@@ -21,6 +24,9 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include <linux/filter.h>
+#include <sys/socket.h>
 
 namespace dorm::mcp {
 namespace {
@@ -31,6 +37,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 // The socket send buffer of a streamed response (Linux doubles it).
+// How long a draining server that shares its port keeps accepting after it steered new
+// connections to its successor: a handshake the kernel began here before the steering
+// completes within a round trip, and its connection must still be accepted and answered.
+constexpr auto kListenerHandoff = std::chrono::seconds(1);
 constexpr int kStreamSendBuffer = 64 * 1024;
 
 class Connection;
@@ -502,6 +512,18 @@ struct HttpServer::Impl {
   ListenAddress local;
   std::vector<std::thread> threads;
   bool listener_closed = false;  // only touched on the acceptor's strand
+  bool handing_off = false;      // only touched on the acceptor's strand
+  net::steady_timer handoff{acceptor.get_executor()};
+
+  // Closes the listening socket; on the acceptor's strand.
+  void close_acceptor() {
+    if (listener_closed) return;
+    beast::error_code ignored;
+    handoff.cancel();
+    accept_backlog();
+    acceptor.close(ignored);
+    listener_closed = true;
+  }
 
   // Runs `fn` on each live connection's strand.
   template <typename Fn>
@@ -519,13 +541,12 @@ struct HttpServer::Impl {
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      // A connection accepted just before the listener closed is served all the same:
+      // dropping it would reset a client the kernel already took.
+      if (!ec) std::make_shared<Connection>(std::move(socket), state)->start();
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      if (ec) {
-        // Typically EMFILE under fd exhaustion: log and keep accepting.
-        log::warn("accept_failed", {{"error", ec.message()}});
-      } else {
-        std::make_shared<Connection>(std::move(socket), state)->start();
-      }
+      // Typically EMFILE under fd exhaustion: log and keep accepting.
+      if (ec) log::warn("accept_failed", {{"error", ec.message()}});
       accept();
     });
   }
@@ -535,10 +556,11 @@ struct HttpServer::Impl {
   // old process and its bound successor until the old listener closes; a connection it
   // gave the old one that was not yet accepted would be reset by the close although a
   // successor is listening. Each is served as the server now serves (draining: 503 and
-  // `Connection: close` for what it no longer takes). One left is a connection whose
-  // handshake completes between the last accept and the close: microseconds, against the
-  // milliseconds the asynchronous accept loop can lag behind on a busy machine (Linux's
-  // net.ipv4.tcp_migrate_req closes that window too, moving it to the successor).
+  // `Connection: close` for what it no longer takes). A draining server sharing its port
+  // has already steered new handshakes to its successor (begin_drain), so none completes
+  // here between the last accept and the close; without a successor that window is
+  // microseconds, against the milliseconds the asynchronous accept loop can lag behind on
+  // a busy machine.
   void accept_backlog() {
     beast::error_code ec;
     if (acceptor.non_blocking(true, ec); ec) return;
@@ -633,21 +655,46 @@ void HttpServer::close_listener() {
   std::promise<void> done;
   auto closed = done.get_future();
   net::dispatch(impl_->acceptor.get_executor(), [this, &done] {
-    if (!impl_->listener_closed) {
-      impl_->accept_backlog();
-      beast::error_code ignored;
-      impl_->acceptor.close(ignored);
-      impl_->listener_closed = true;
-    }
+    impl_->close_acceptor();
     done.set_value();
   });
   closed.wait();
 }
 
+// Closing a listener that shares its port (SO_REUSEPORT) resets every connection in its
+// accept queue: the kernel completed their handshakes, so their clients see a reset, not a
+// refusal, and do not try the successor. So a draining server that shares its port first
+// steers new connections to the successor, keeps accepting (and answering, draining) what
+// reached it before, and closes only after kListenerHandoff.
+//
+// The steering is a classic BPF program for the port's reuseport group that picks the
+// socket at index 1. Sockets sit in the group in the order they bound, and a closing one
+// is replaced by the last, so in a rolling deploy (one server and its successor at a
+// time) the draining server is index 0 and the successor index 1. With no successor the
+// index is out of range and the kernel falls back to its hash, i.e. to this server. With
+// three or more servers sharing the port the program picks one of the others, not always
+// away from this one: closing then resets what was queued here, as without the program.
 void HttpServer::begin_drain() {
   impl_->state->ready.store(false, std::memory_order_release);
   impl_->state->draining.store(true, std::memory_order_release);
-  close_listener();
+  if (!impl_->state->options.reuse_port) {
+    close_listener();
+  } else {
+    net::dispatch(impl_->acceptor.get_executor(), [impl = impl_.get()] {
+      if (impl->listener_closed || impl->handing_off) return;
+      impl->handing_off = true;
+      sock_filter pick_second[] = {{BPF_RET | BPF_K, 0, 0, 1}};
+      sock_fprog program{1, pick_second};
+      if (setsockopt(impl->acceptor.native_handle(), SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF,
+                     &program, sizeof program) != 0) {
+        log::warn("listener_handoff_unsteered", {{"error", std::strerror(errno)}});
+      }
+      impl->handoff.expires_after(kListenerHandoff);
+      impl->handoff.async_wait([impl](beast::error_code ec) {
+        if (!ec) impl->close_acceptor();
+      });
+    });
+  }
   impl_->each_connection([](Connection& c) { c.drain_now(); });
 }
 

@@ -355,6 +355,69 @@ TEST_CASE("http server: a drain closes an idle kept-alive connection but answers
   CHECK(fresh.closed_by_server(std::chrono::seconds(10)));
 }
 
+TEST_CASE("http server: a draining server that shares its port answers the connections queued at it and steers new ones to its successor") {
+  HttpServer::Options options;
+  options.listen = {"127.0.0.1", 0};
+  options.io_threads = 1;
+  options.reuse_port = true;
+  auto old = HttpServer::start(options);
+  REQUIRE(old.ok());
+  options.listen.port = (*old)->local_address().port;
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first{true};
+  (*old)->set_handler([&entered, &first, released](HttpRequest, Respond respond) {
+    if (first.exchange(false)) {
+      entered.set_value();
+      released.wait();
+    }
+    respond(HttpResponse{200, {{"X-Server", "old"}}, ""});
+  });
+  auto mcp_post = [] {
+    http::request<http::string_body> req{http::verb::post, "/mcp", 11};
+    req.set(http::field::host, "127.0.0.1");
+    return req;
+  };
+  // The old server's only I/O thread is held in a handler, so what reaches its listener
+  // now queues there (the kernel completes the handshakes).
+  Client holder(options.listen.port);
+  holder.send_only(mcp_post());
+  REQUIRE(entered.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+
+  auto successor = HttpServer::start(options);
+  REQUIRE(successor.ok());
+  (*successor)->set_handler([](HttpRequest, Respond respond) {
+    respond(HttpResponse{200, {{"X-Server", "new"}}, ""});
+  });
+  constexpr int kQueued = 24;  // the kernel's hash sends each to either server
+  std::vector<std::unique_ptr<Client>> queued;
+  for (int i = 0; i < kQueued; ++i) {
+    queued.push_back(std::make_unique<Client>(options.listen.port));
+    queued.back()->send_only(mcp_post());
+  }
+  auto draining = std::async(std::launch::async, [&] { (*old)->begin_drain(); });
+  release.set_value();
+  REQUIRE(draining.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+
+  int answered_by_old = 0;
+  for (auto& c : queued) {
+    auto res = c->read_within(std::chrono::seconds(10));
+    REQUIRE_MESSAGE(res, "a connection queued at the draining listener was not answered");
+    if ((*res)["X-Server"] == "old") ++answered_by_old;
+  }
+  CHECK(answered_by_old > 0);
+  // New connections reach the successor while the old listener is still open.
+  for (int i = 0; i < 16; ++i) {
+    Client fresh(options.listen.port);
+    fresh.send_only(mcp_post());
+    auto res = fresh.read_within(std::chrono::seconds(10));
+    REQUIRE(res);
+    CHECK((*res)["X-Server"] == "new");
+  }
+  CHECK(holder.read_within(std::chrono::seconds(10)));
+}
+
 TEST_CASE("http server: an unresolvable host is a clear error") {
   HttpServer::Options options;
   options.listen = {"no-such-host.invalid", 0};

@@ -155,7 +155,7 @@ class HttpServer {
     std::chrono::milliseconds header_timeout{10'000};
     // SO_REUSEPORT on the listening socket: a successor started with it too can bind the
     // same port while this server is still running (a rolling deploy); the kernel spreads
-    // new connections over both until this one closes its listener.
+    // new connections over both until this one drains (see begin_drain).
     bool reuse_port = false;
   };
 
@@ -192,7 +192,10 @@ class HttpServer {
   // connections waiting for their next request close now, and every response from now on
   // closes its connection (`Connection: close`), so clients open new connections, which
   // reach the successor. Requests already being read or answered, the first request of a
-  // connection that has had none yet, and open streams go on. Idempotent, thread-safe.
+  // connection that has had none yet, and open streams go on. With reuse_port, new
+  // connections go to the successor at once and the listener closes a second later,
+  // after accepting what reached it before (closing at once would reset the connections
+  // queued at it). Idempotent, thread-safe.
   void begin_drain();
 
   // Closes every connection now, whatever it is doing (the drain's deadline has passed).
