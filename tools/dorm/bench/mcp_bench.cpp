@@ -155,18 +155,35 @@ asio::awaitable<std::string> start(BenchRun& r, const std::string& name) {
   co_return std::string();
 }
 
-McpSample sample_of(const mcp_load::LoadResult& result, double server_cpu_s, double client_cpu_s) {
+// The figures of one run; `window_cpu_s` holds the server's CPU seconds in each window.
+McpSample sample_of(const mcp_load::LoadResult& result, double server_cpu_s, double client_cpu_s,
+                    const std::vector<double>& window_cpu_s) {
   McpSample x;
   x.calls_per_s = result.calls_per_second();
   x.p50_ms = percentile(result.latencies_ms, 50);
   x.p99_ms = percentile(result.latencies_ms, 99);
+  auto per_call_us = [](double cpu_s, double calls) { return calls > 0 ? cpu_s / calls * 1e6 : 0; };
   auto calls = static_cast<double>(result.latencies_ms.size());
-  x.server_cpu_us = calls > 0 ? server_cpu_s / calls * 1e6 : 0;
-  x.client_cpu_us = calls > 0 ? client_cpu_s / calls * 1e6 : 0;
+  x.server_cpu_us = per_call_us(server_cpu_s, calls);
+  x.client_cpu_us = per_call_us(client_cpu_s, calls);
   double window_s =
       result.seconds / static_cast<double>(std::max<std::size_t>(1, result.window_calls.size()));
-  for (auto n : result.window_calls) x.window_rates.push_back(static_cast<double>(n) / window_s);
+  for (std::size_t w = 0; w < result.window_calls.size(); ++w) {
+    auto n = static_cast<double>(result.window_calls[w]);
+    x.window_rates.push_back(n / window_s);
+    x.window_server_cpu_us.push_back(w < window_cpu_s.size() ? per_call_us(window_cpu_s[w], n) : 0);
+  }
   return x;
+}
+
+void note_failures(BenchRun& r, const Server& s, int connections,
+                   const mcp_load::LoadResult& result) {
+  if (result.failures == 0) return;
+  if (r.failures == 0) {
+    r.first_failure =
+        s.name + ", " + std::to_string(connections) + " connections: " + result.first_failure;
+  }
+  r.failures += result.failures;
 }
 
 asio::awaitable<void> measure(BenchRun& r, const Server& s, int connections, int round) {
@@ -177,31 +194,30 @@ asio::awaitable<void> measure(BenchRun& r, const Server& s, int connections, int
   lo.measure = ms(r.o.seconds);
   lo.window = ms(r.o.window);
   lo.timeout = ms(r.o.timeout);
-  double server_cpu = 0, client_cpu = 0;
-  pid_t pid = s.process->pid();
+  // CPU readings at the span's start, at each window's end and at the span's end.
+  const pid_t pid = s.process->pid();
+  double server_at_start = 0, client_at_start = 0, server_cpu = 0, client_cpu = 0, last = 0;
+  std::vector<double> window_cpu;
   lo.span_started = [&] {
-    server_cpu = -process_cpu_seconds(pid);
-    client_cpu = -own_cpu_seconds();
+    last = server_at_start = process_cpu_seconds(pid);
+    client_at_start = own_cpu_seconds();
+  };
+  lo.window_ended = [&] {
+    double now = process_cpu_seconds(pid);
+    window_cpu.push_back(now - last);
+    last = now;
   };
   lo.span_ended = [&] {
-    server_cpu += process_cpu_seconds(pid);
-    client_cpu += own_cpu_seconds();
+    server_cpu = process_cpu_seconds(pid) - server_at_start;
+    client_cpu = own_cpu_seconds() - client_at_start;
   };
   auto result = co_await mcp_load::run_load(std::move(lo));
-  McpSample x = sample_of(result, server_cpu, client_cpu);
-  if (result.failures > 0) {
-    if (r.failures == 0)
-      r.first_failure =
-          s.name + ", " + std::to_string(connections) + " connections: " + result.first_failure;
-    r.failures += result.failures;
-  }
-  std::printf(
-      "round %d, %d connections, %s: %.0f calls/s, p50 %.2f ms, p99 %.2f ms, server CPU %.0f "
-      "us/call, "
-      "client CPU %.0f us/call, %lld failed\n",
-      round, connections, s.name.c_str(), x.calls_per_s, x.p50_ms, x.p99_ms, x.server_cpu_us,
-      x.client_cpu_us, static_cast<long long>(result.failures));
-  std::fflush(stdout);
+  McpSample x = sample_of(result, server_cpu, client_cpu, window_cpu);
+  note_failures(r, s, connections, result);
+  std::printf("round %d, %d connections, %s: %.0f calls/s, p50 %.2f ms, p99 %.2f ms, ", round,
+              connections, s.name.c_str(), x.calls_per_s, x.p50_ms, x.p99_ms);
+  std::printf("server CPU %.0f us/call, client CPU %.0f us/call, %lld failed\n", x.server_cpu_us,
+              x.client_cpu_us, static_cast<long long>(result.failures));
   r.samples[{s.name, connections}].push_back(std::move(x));
 }
 
@@ -216,11 +232,14 @@ asio::awaitable<void> run_rounds(BenchRun& r) {
   }
 }
 
-// SIGTERM to every server; each must exit 0 within --start-timeout, else it is killed.
+// SIGTERM to each server in turn; each must exit 0 within --start-timeout, else it is
+// killed. How long each took is printed: issue 22 saw a server busy minutes after it.
 asio::awaitable<void> stop_servers(BenchRun& r) {
-  for (auto& s : r.servers) s.process->signal(SIGTERM);
   for (auto& s : r.servers) {
-    auto status = co_await s.process->exited(Clock::now() + ms(r.o.start_timeout));
+    auto signalled = Clock::now();
+    s.process->signal(SIGTERM);
+    auto status = co_await s.process->exited(signalled + ms(r.o.start_timeout));
+    auto took = std::chrono::duration<double, std::milli>(Clock::now() - signalled).count();
     std::string what = status ? deploy_sim::describe_wait_status(*status) : "still running: killed";
     if (!status) {
       s.process->signal(SIGKILL);
@@ -229,8 +248,8 @@ asio::awaitable<void> stop_servers(BenchRun& r) {
     if ((!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) && r.error.empty()) {
       r.error = s.name + " server did not stop cleanly after SIGTERM: " + s.process->describe();
     }
-    std::printf("server %s: pid %d %s after SIGTERM\n", s.name.c_str(),
-                static_cast<int>(s.process->pid()), what.c_str());
+    std::printf("server %s: pid %d %s, %.0f ms after SIGTERM\n", s.name.c_str(),
+                static_cast<int>(s.process->pid()), what.c_str(), took);
   }
   std::fflush(stdout);
 }
@@ -303,6 +322,9 @@ int run_mcp_bench(const McpBenchOptions& o) {
     return 1;
   };
   if (auto e = check_options(o); !e.empty()) return fail(e);
+  // Each line as it is printed, even into a pipe or a file: a script watching the output
+  // (for a server's pid, to profile it) must see it when it happens.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   BenchRun r{o, {}, {}, {}, {}, {}, {}, {}, 0, {}, {}};
   auto dorm = deploy_sim::server_binary(o.dorm);
   auto self = deploy_sim::server_binary("");

@@ -20,6 +20,9 @@ struct McpSample {
   double server_cpu_us = 0;          // the server process's CPU time over the span, per call
   double client_cpu_us = 0;          // the load generator's, per call
   std::vector<double> window_rates;  // calls/s in each whole window of the span
+  // The server's CPU time per call in each window: unlike calls/s, it does not move with
+  // what else runs on the machine, so it shows per-call growth on a shared machine too.
+  std::vector<double> window_server_cpu_us;
 };
 
 // Per server and connection count, one sample per round, in round order.

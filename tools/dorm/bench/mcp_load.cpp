@@ -258,6 +258,10 @@ asio::awaitable<LoadResult> run_load(LoadOptions options) {
   }
   co_await deploy_sim::sleep_until(run->start);
   if (o.span_started) o.span_started();
+  for (std::size_t w = 1; w <= run->result.window_calls.size(); ++w) {
+    co_await deploy_sim::sleep_until(run->start + w * o.window);
+    if (o.window_ended) o.window_ended();
+  }
   co_await deploy_sim::sleep_until(run->end);
   if (o.span_ended) o.span_ended();
   co_await settle(*run, ready, run->end + o.timeout);

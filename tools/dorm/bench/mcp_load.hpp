@@ -31,9 +31,11 @@ struct LoadOptions {
   std::chrono::milliseconds window{10'000};
   // Bound on each exchange (connect, initialize, every call): longer counts as a failure.
   std::chrono::milliseconds timeout{30'000};
-  // Called on the executor's thread as the measured span starts and as it ends (for
-  // readings such as the server's CPU time); either may be empty.
+  // Called on the executor's thread as the measured span starts, as each whole window
+  // of it ends, and as the span ends (for readings such as the server's CPU time); any
+  // may be empty.
   std::function<void()> span_started;
+  std::function<void()> window_ended;
   std::function<void()> span_ended;
 };
 
