@@ -13,8 +13,8 @@
 #include <boost/beast/http.hpp>
 #include <memory>
 
+#include "dorm/testing/sse_decoder.hpp"
 #include "notifier.hpp"
-#include "sse_decoder.hpp"
 #include "version.hpp"
 
 namespace dorm::bench::mcp_load {
@@ -72,7 +72,7 @@ std::string find_response(const http::response<http::string_body>& res, std::int
   };
   std::string_view type = res[http::field::content_type];
   if (type.starts_with("text/event-stream")) {
-    deploy_sim::SseDecoder decoder;
+    testing::SseDecoder decoder;
     for (const auto& event : decoder.feed(res.body()).events) {
       if (!event.data.empty() && matches(event.data)) return {};
     }
