@@ -1,9 +1,11 @@
-// `dorm bench storage` runs end to end (tiny sizes; numbers from this build mean nothing,
-// so none is asserted): every row is measured for every subject, and the open-after-kill
-// step verifies, inside the program, that the killed writer's data came back.
+// The benchmarks run end to end (tiny sizes; numbers from this build mean nothing, so none
+// is asserted, only that each was measured): `dorm bench storage`, whose open-after-kill
+// step verifies, inside the program, that the killed writer's data came back; `dorm bench
+// boot`; `dorm bench http` and `dorm bench mcp`, which must kill every server they start.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DormProcess } from './lib/dorm_process.mjs';
+import { DormProcess, startServe } from './lib/dorm_process.mjs';
+import { openSession, post } from './lib/mcp_http.mjs';
 
 test('dorm bench storage prints a complete table and the open-after-kill figure', async (t) => {
   const bench = new DormProcess(t, ['bench', 'storage', '--rounds', '1', '--ops', '500']);
@@ -34,5 +36,84 @@ test('dorm bench boot prepares a store, boots serve over it and reports every mi
   for (const row of rows) {
     const cells = row.split('|').slice(2, -1).map((c) => Number(c.trim()));
     for (const c of cells) assert.ok(c > 0, row);
+  }
+});
+
+// The same exchange against dorm serve and dorm bench http: the bare server must frame
+// tools/call exactly as dorm serve does (status, headers, events; stream ids differ), or
+// `dorm bench mcp`'s ceiling would measure a different response.
+async function echoExchange(url) {
+  const session = await openSession(url);
+  const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'echo', arguments: { text: 'a "quoted" line\n' } } };
+  const { res, text } = await post(url, call, { session, version: '2025-11-25' });
+  const headers = {};
+  for (const name of ['content-type', 'cache-control', 'server', 'content-length', 'transfer-encoding']) headers[name] = res.headers.get(name);
+  return { status: res.status, headers, body: text.replace(/\b[0-9a-f]{16}-(\d+)\b/g, 'STREAM-$1') };
+}
+
+test('dorm bench http frames tools/call echo exactly as dorm serve does', async (t) => {
+  const serve = await startServe(t, { extraArgs: ['--fixtures', 'testing'] });
+  const bare = new DormProcess(t, ['bench', 'http', '--listen', '127.0.0.1:0']);
+  const line = await bare.waitForLine(/^listening on http:\/\//);
+  const bareUrl = new URL(line.slice('listening on '.length));
+  const fromServe = await echoExchange(serve.url);
+  const fromBare = await echoExchange(bareUrl);
+  assert.equal(fromServe.status, 200);
+  assert.match(fromServe.body, /^id: STREAM-0\nretry: \d+\ndata: \n\nid: STREAM-1\nevent: message\ndata: \{/);
+  assert.deepEqual(fromBare, fromServe);
+  bare.kill('SIGTERM');
+  assert.deepEqual(await bare.waitForExit(), { code: 0, signal: null });
+});
+
+// A pid printed by `dorm bench mcp` names a process that is gone (reaped, or never ours).
+function gone(pid) {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return e.code === 'ESRCH';
+  }
+}
+
+test('dorm bench mcp drives all three servers, reports every row and leaves no server running', async (t) => {
+  const bench = new DormProcess(t, ['bench', 'mcp', '--rounds', '1', '--seconds', '1', '--warmup', '0',
+    '--window', '0.5', '--connections', '1,2']);
+  const { code } = await bench.waitForExit(300_000);
+  assert.equal(code, 0, bench.stderr + bench.stdoutLines.join('\n'));
+  const pids = bench.stdoutLines.map((l) => l.match(/^server (dorm|sdk|bare): pid (\d+), port \d+$/)).filter(Boolean);
+  assert.deepEqual(pids.map((m) => m[1]), ['dorm', 'sdk', 'bare']);
+  for (const m of pids) assert.ok(gone(Number(m[2])), `server ${m[1]} (pid ${m[2]}) still exists`);
+  for (const name of ['dorm', 'sdk', 'bare']) {
+    const pid = pids.find((m) => m[1] === name)[2];
+    assert.ok(bench.stdoutLines.some((l) => new RegExp(`^server ${name}: pid ${pid} exited 0, \\d+ ms after SIGTERM$`).test(l)),
+      bench.stdoutLines.join('\n'));
+  }
+  const rows = bench.stdoutLines.filter((l) => l.startsWith('| tools/call echo'));
+  assert.equal(rows.length, 10, rows.join('\n'));
+  for (const c of [1, 2]) {
+    const calls = rows.find((r) => r.startsWith(`| tools/call echo, ${c} connections, calls |`));
+    // dorm, sdk, dorm/sdk, bare, dorm/bare: every figure measured.
+    const cells = calls.split('|').slice(3, -1).map((x) => Number(x.trim()));
+    assert.equal(cells.length, 5, calls);
+    for (const v of cells) assert.ok(v > 0, calls);
+  }
+  // Per window: calls/s, its last / first, the server's CPU per call, its last / first.
+  const windows = bench.stdoutLines.filter((l) => /^\| (dorm|sdk|bare) \| [12] \| 1 \| \d+, \d+ \| [\d.]+ \| \d+, \d+ \| [\d.]+ \|$/.test(l));
+  assert.equal(windows.length, 6, bench.stdoutLines.join('\n'));
+  assert.ok(bench.stdoutLines.some((l) => l.startsWith('- dorm p99 <= 50 ms: ')));
+});
+
+test('dorm bench mcp refuses bad options before starting any server', async (t) => {
+  for (const [args, message] of [
+    [['--servers', 'dorm,nginx'], /--servers/],
+    [['--servers', 'dorm,dorm'], /named twice/],
+    [['--connections', '0'], /--connections/],
+    [['--seconds', '1', '--window', '5'], /--window/],
+  ]) {
+    const bench = new DormProcess(t, ['bench', 'mcp', ...args]);
+    const { code } = await bench.waitForExit();
+    assert.notEqual(code, 0, args.join(' '));
+    assert.match(bench.stderr, message, args.join(' '));
+    assert.ok(!bench.stdoutLines.some((l) => l.startsWith('server ')), bench.stdoutLines.join('\n'));
   }
 });

@@ -15,10 +15,12 @@
 #include "inspect.hpp"
 #include "serve.hpp"
 #ifdef DORM_WITH_BENCH
+#include "bench/bare_http_server.hpp"
 #include "bench/boot_bench.hpp"
 #include "bench/engine_bench.hpp"
 #include "bench/eviction_bench.hpp"
 #include "bench/execute_bench.hpp"
+#include "bench/mcp_bench.hpp"
 #include "bench/runtime_bench.hpp"
 #include "bench/storage_bench.hpp"
 #endif
@@ -427,6 +429,78 @@ Subcommand add_bench_execute(CLI::App& bench) {
       ->check(CLI::Range(1, 1'000'000));
   return bench_subcommand(cmd, options, dorm::bench::run_execute_bench);
 }
+
+// What `dorm bench mcp` measures: which servers, how many connections, for how long.
+void add_bench_mcp_load_options(CLI::App& cmd, dorm::bench::McpBenchOptions& o) {
+  cmd.add_option("--servers", o.servers,
+                 "Servers to drive (comma-separated): dorm (dorm serve), sdk (the official "
+                 "TypeScript SDK server), bare (dorm bench http)")
+      ->delimiter(',')
+      ->default_str("dorm,sdk,bare")
+      ->check(CLI::IsMember({"dorm", "sdk", "bare"}));
+  cmd.add_option("--connections", o.connections,
+                 "Connection counts, a run of each (comma-separated); each connection is an "
+                 "MCP session of its own")
+      ->delimiter(',')
+      ->default_str("16,64")
+      ->check(CLI::Range(1, 5000));
+  cmd.add_option("--rounds", o.rounds, "Interleaved rounds (median over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd.add_option("--seconds", o.seconds, "Measured seconds per run")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd.add_option("--warmup", o.warmup, "Seconds of calls before each measured span, not counted")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd.add_option("--window", o.window,
+                 "Also report calls/s per window of this many seconds (when a run spans two "
+                 "or more: --seconds 60 shows whether the rate stays flat)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+}
+
+Subcommand add_bench_mcp(CLI::App& bench) {
+  auto o = std::make_shared<dorm::bench::McpBenchOptions>();
+  auto* cmd = bench.add_subcommand(
+      "mcp",
+      "tools/call over HTTP: dorm serve against the official TypeScript SDK server and the "
+      "bare Beast ceiling (dorm bench http), interleaved");
+  add_bench_mcp_load_options(*cmd, *o);
+  cmd->add_option("--timeout", o->timeout, "Seconds any one exchange of the client may take")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--start-timeout", o->start_timeout,
+                  "Seconds each server may take to start, and to exit after SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  cmd->add_option("--dorm", o->dorm, "The dorm binary that serves (default: this program)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--node", o->node,
+                  "Node.js (20 or later) for the SDK server: a path or a name on PATH")
+      ->capture_default_str();
+  cmd->add_option("--sdk-server", o->sdk_server,
+                  "The SDK server script (default: tools/bench/sdk_echo_server.mjs of this "
+                  "build's sources)")
+      ->check(CLI::ExistingFile);
+  return bench_subcommand(cmd, o, dorm::bench::run_mcp_bench);
+}
+
+Subcommand add_bench_http(CLI::App& bench) {
+  auto o = std::make_shared<dorm::bench::BareHttpOptions>();
+  o->http_threads = dorm::tools::ServeOptions{}.http_threads;
+  auto* cmd = bench.add_subcommand(
+      "http",
+      "Serve canned MCP answers in dorm serve's framing from a bare Beast server: the HTTP "
+      "ceiling dorm bench mcp measures (runs until SIGTERM)");
+  cmd->add_option("--listen", o->listen,
+                  "Loopback address to listen on, HOST:PORT (port 0 picks a free one)")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", o->http_threads, "HTTP I/O threads (default: dorm serve's)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  return bench_subcommand(cmd, o, dorm::bench::run_bare_http_server);
+}
 #endif
 
 // `dorm bench` and, in builds configured with -Dbench=true, its subcommands.
@@ -436,7 +510,8 @@ void add_bench(CLI::App& app, Subcommands& commands) {
   bench->require_subcommand(1);
 #ifdef DORM_WITH_BENCH
   for (auto add : {add_bench_storage, add_bench_eviction, add_bench_runtime, add_bench_boot,
-                   add_bench_storage_fill, add_bench_engine, add_bench_execute}) {
+                   add_bench_storage_fill, add_bench_engine, add_bench_execute, add_bench_mcp,
+                   add_bench_http}) {
     commands.push_back(add(*bench));
   }
 #else

@@ -137,25 +137,6 @@ asio::awaitable<void> tick(RunContext& ctx) {
   }
 }
 
-Result<std::string> server_binary(const std::string& given) {
-  std::error_code ec;
-  std::string path = given.empty() ? fs::read_symlink("/proc/self/exe", ec).string() : given;
-  if (ec) return Error{ErrorCode::io_error, "cannot find this program: " + ec.message()};
-  if (access(path.c_str(), X_OK) != 0)
-    return Error{ErrorCode::invalid_argument, "--dorm " + path + ": not an executable file"};
-  return path;
-}
-
-Result<fs::path> make_temp_dir() {
-  std::error_code ec;
-  auto base = fs::temp_directory_path(ec);
-  if (ec) return Error{ErrorCode::io_error, "no temporary directory: " + ec.message()};
-  std::string pattern = (base / "dorm-deploy-sim-XXXXXX").string();
-  if (!mkdtemp(pattern.data()))
-    return Error{ErrorCode::io_error, "cannot create a directory under " + base.string()};
-  return fs::path(pattern);
-}
-
 ReportHeader header_of(const DeploySimOptions& o, const CallRange& range) {
   return ReportHeader{kVersion,          o.seed,        o.sessions,   o.calls_per_session,
                       o.deploys,         range.min_ms,  range.max_ms, o.client_timeout_s,
@@ -210,7 +191,7 @@ Result<std::vector<RowRun>> run_processes(const DeploySimOptions& o, const Workl
                                           Progress& progress) {
   auto dorm = server_binary(o.dorm);
   if (!dorm) return std::move(dorm).error();
-  auto dir = make_temp_dir();
+  auto dir = make_temp_dir("dorm-deploy-sim");
   if (!dir) return std::move(dir).error();
   RunContext ctx{o, *dorm, *dir, workload, progress, {}, {}, false};
   run_on_io_thread(ctx);

@@ -16,6 +16,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/url/parse.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <set>
@@ -224,6 +225,26 @@ std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "stopped";
+}
+
+Result<std::string> server_binary(const std::string& given) {
+  std::error_code ec;
+  std::string path =
+      given.empty() ? std::filesystem::read_symlink("/proc/self/exe", ec).string() : given;
+  if (ec) return Error{ErrorCode::io_error, "cannot find this program: " + ec.message()};
+  if (access(path.c_str(), X_OK) != 0)
+    return Error{ErrorCode::invalid_argument, "--dorm " + path + ": not an executable file"};
+  return path;
+}
+
+Result<std::filesystem::path> make_temp_dir(std::string_view prefix) {
+  std::error_code ec;
+  auto base = std::filesystem::temp_directory_path(ec);
+  if (ec) return Error{ErrorCode::io_error, "no temporary directory: " + ec.message()};
+  std::string pattern = (base / (std::string(prefix) + "-XXXXXX")).string();
+  if (!mkdtemp(pattern.data()))
+    return Error{ErrorCode::io_error, "cannot create a directory under " + base.string()};
+  return std::filesystem::path(pattern);
 }
 
 std::string ServerProcess::describe() const {

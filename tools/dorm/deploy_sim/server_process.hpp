@@ -15,6 +15,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,5 +72,13 @@ class ServerProcess {
 
 // "exited N" or "killed by signal N" for a waitpid status.
 std::string describe_wait_status(int status);
+
+// The dorm binary to start servers from: `given` (a --dorm option), or this program when
+// it is empty. Errors: invalid_argument when it is not an executable file.
+Result<std::string> server_binary(const std::string& given);
+
+// A new directory `<system temporary directory>/<prefix>-XXXXXX`, for the stores of the
+// servers a run starts; the caller removes it.
+Result<std::filesystem::path> make_temp_dir(std::string_view prefix);
 
 }  // namespace dorm::deploy_sim

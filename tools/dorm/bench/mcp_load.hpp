@@ -1,0 +1,62 @@
+// McpLoad: the load generator of `dorm bench mcp`. It drives one MCP server over loopback
+// the way many independent clients would: N kept-alive HTTP/1.1 connections, each its own
+// MCP session (initialize, notifications/initialized), then `tools/call echo` back to back
+// on every connection, one call at a time each. A response is read whole and parsed
+// whether the server framed it as JSON or as an SSE stream (a priming event and the
+// result, or just the result); a call counts only if its result echoes the text sent.
+//
+// Every coroutine runs on the executor given, one thread: the same client for every
+// server measured, so what differs between runs is the server. Boost.Beast is compiled in
+// mcp_load.cpp alone.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dorm::bench::mcp_load {
+
+struct LoadOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  int connections = 16;
+  // Calls before the measured span (not counted), then the measured span itself.
+  std::chrono::milliseconds warmup{2000};
+  std::chrono::milliseconds measure{10'000};
+  // Calls completed are also counted per window of this length (flatness over time).
+  std::chrono::milliseconds window{10'000};
+  // Bound on each exchange (connect, initialize, every call): longer counts as a failure.
+  std::chrono::milliseconds timeout{30'000};
+  // Called on the executor's thread as the measured span starts, as each whole window
+  // of it ends, and as the span ends (for readings such as the server's CPU time); any
+  // may be empty.
+  std::function<void()> span_started;
+  std::function<void()> window_ended;
+  std::function<void()> span_ended;
+};
+
+struct LoadResult {
+  // Latency (request written to response parsed) of every call that completed inside the
+  // measured span, in milliseconds; their count over the span's length is the rate.
+  std::vector<double> latencies_ms;
+  // Calls completed in each whole window of the span (a last partial window is dropped).
+  std::vector<std::int64_t> window_calls;
+  double seconds = 0;  // the measured span
+  std::int64_t failures = 0;
+  std::string first_failure;  // what went wrong first, when failures > 0
+
+  double calls_per_second() const {
+    return seconds > 0 ? static_cast<double>(latencies_ms.size()) / seconds : 0;
+  }
+};
+
+// Opens the sessions, runs the warm-up and the measured span, closes every connection and
+// returns. A connection whose exchange fails is counted and closed; the others go on.
+// Returns within about setup + warmup + measure + 2 x timeout.
+boost::asio::awaitable<LoadResult> run_load(LoadOptions options);
+
+}  // namespace dorm::bench::mcp_load
