@@ -195,7 +195,7 @@ TEST_CASE("alarms: moving an alarm reads no index, and neither does its firing w
   const std::int64_t t0 = f.clock.now_ms();
   for (int i = 0; i < 20; ++i) f.ask(dorm::testing::numbered("o", i), set_atom::value, std::string("idle"), t0 + 60'000);
   f.runtime->run_until_idle();
-  auto before = f.faulty.counters();
+  auto before = f.alarm_scans.count();
   // 1,000 re-arms, each later than the last, as a busy session's idle alarm would be: none of
   // them may make the scheduler scan (a scan per re-arm is what went quadratic under load).
   for (int round = 1; round <= 50; ++round) {
@@ -204,14 +204,14 @@ TEST_CASE("alarms: moving an alarm reads no index, and neither does its firing w
     }
   }
   f.runtime->run_until_idle();
-  CHECK(f.faulty.counters().scans == before.scans);
+  CHECK(f.alarm_scans.count() == before);
   CHECK(f.world.firings.empty());
   // Each alarm fires once, at its last due time, from the scheduler's memory: the 20
   // alarms fit in its window, which it read whole at start (an empty index).
   f.run_until(t0 + 60'000 + 50 * 10);
   CHECK(f.world.firings.size() == 20);
   for (const auto& firing : f.world.firings) CHECK(firing.scheduled == t0 + 60'000 + 500);
-  CHECK(f.faulty.counters().scans == before.scans);
+  CHECK(f.alarm_scans.count() == before);
   CHECK(f.alarm_index_size() == 0);
   f.expected_active = 20;
 }
@@ -219,7 +219,7 @@ TEST_CASE("alarms: moving an alarm reads no index, and neither does its firing w
 TEST_CASE("alarms: re-armed earlier fires at the earlier time, re-armed later only at the later one, deleted never") {
   AlarmFixture f;
   const std::int64_t t0 = f.clock.now_ms();
-  auto before = f.faulty.counters();
+  auto before = f.alarm_scans.count();
   f.ask("x", set_atom::value, std::string("earlier"), t0 + 60'000);
   f.ask("x", set_atom::value, std::string("earlier"), t0 + 1'000);
   f.ask("y", set_atom::value, std::string("later"), t0 + 1'000);
@@ -232,7 +232,7 @@ TEST_CASE("alarms: re-armed earlier fires at the earlier time, re-armed later on
   CHECK(f.world.firings[0].actual == t0 + 1'000);
   CHECK(f.world.firings[1].alarm == "later");
   CHECK(f.world.firings[1].actual == t0 + 30'000);
-  CHECK(f.faulty.counters().scans == before.scans);  // all from the scheduler's memory
+  CHECK(f.alarm_scans.count() == before);  // all from the scheduler's memory
   CHECK(f.alarm_index_size() == 0);
   f.expected_active = 3;
 }
@@ -245,7 +245,7 @@ TEST_CASE("alarms: beyond the scheduler's window, 10,000 re-arms read nothing an
   constexpr int kObjects = 100;
   auto object = [](int o) { return dorm::testing::numbered("o", o); };
   for (int o = 0; o < kObjects; ++o) f.ask(object(o), set_atom::value, std::string("idle"), t0 + 60'000 + o);
-  auto before = f.faulty.counters();
+  auto before = f.alarm_scans.count();
   // Each re-arm moves one alarm later: out of the window (8 entries) and into the part of
   // the index only the store holds.
   constexpr int kRounds = 100;
@@ -254,7 +254,7 @@ TEST_CASE("alarms: beyond the scheduler's window, 10,000 re-arms read nothing an
       f.ask(object(o), set_atom::value, std::string("idle"), t0 + 60'000 + round * 1'000 + o);
     }
   }
-  CHECK(f.faulty.counters().scans == before.scans);
+  CHECK(f.alarm_scans.count() == before);
   CHECK(f.world.firings.empty());
   // Every alarm fires once, at its last time, in due order; the scheduler read the index
   // in pages of at most 8, so at least 100 / 8 times, and about no more.
@@ -266,7 +266,7 @@ TEST_CASE("alarms: beyond the scheduler's window, 10,000 re-arms read nothing an
     CHECK(f.world.firings[static_cast<std::size_t>(o)].object == f.runtime->id_from_name("alarmed", object(o)).to_string());
     CHECK(f.world.firings[static_cast<std::size_t>(o)].actual == last + o);
   }
-  auto scans = f.faulty.counters().scans - before.scans;
+  auto scans = f.alarm_scans.count() - before;
   CHECK(scans >= (kObjects + 7) / 8);
   CHECK(scans <= (kObjects + 7) / 8 + 2);
   CHECK(f.alarm_index_size() == 0);
@@ -280,7 +280,7 @@ TEST_CASE("alarms: a restart reads the stored alarms into the scheduler's window
     f.ask(dorm::testing::numbered("o", o), setmany_atom::value, 5, t0 + 1'000 + o, std::int64_t{100});
   }
   f.expected_active = 10;
-  auto before = f.faulty.counters();
+  auto before = f.alarm_scans.count();
   f.restart();
   f.expected_active = 0;
   f.runtime->run_until_idle();
@@ -291,7 +291,7 @@ TEST_CASE("alarms: a restart reads the stored alarms into the scheduler's window
   for (const auto& firing : f.world.firings) CHECK(firing.actual == firing.scheduled);
   // The first tick after the restart read the whole index (50 entries, one page); nothing
   // since needed the store.
-  CHECK(f.faulty.counters().scans - before.scans == 1);
+  CHECK(f.alarm_scans.count() - before == 1);
   CHECK(f.alarm_index_size() == 0);
   f.expected_active = 10;
 }

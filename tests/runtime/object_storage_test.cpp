@@ -166,7 +166,7 @@ TEST_CASE("object storage: an alarm is a record and an index entry, set, moved a
 
 TEST_CASE("object storage: a discarded turn's alarm changes are not reported") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1});
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
   REQUIRE(s.set_alarm("x", 10).ok());
   s.discard();
   CHECK(s.take_alarm_changes().empty());

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dorm/runtime/errors.hpp"
+#include "dorm/runtime/keys.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/runtime/tracing.hpp"
 #include "dorm/storage/faulty_backend.hpp"
@@ -47,10 +48,29 @@ struct Reply {
   }
 };
 
+// Counts the scans of the alarm index: the alarm scheduler's reads of it, apart from the
+// objects' own reads (each object's storage cache lists its keys at its first read).
+class AlarmIndexScans final : public storage::BackendWrapper {
+ public:
+  explicit AlarmIndexScans(storage::Backend& target)
+      : storage::BackendWrapper(target), prefix_(keys::index_prefix(keys::kAlarmIndex)) {}
+  Result<std::vector<storage::KeyValue>> scan(const storage::ScanOptions& options) override {
+    if (options.start.starts_with(prefix_)) ++count_;
+    return storage::BackendWrapper::scan(options);
+  }
+  // Virtual-time runtimes only (the count is not synchronised).
+  std::uint64_t count() const { return count_; }
+
+ private:
+  std::string prefix_;
+  std::uint64_t count_ = 0;
+};
+
 class RuntimeFixture {
  public:
   storage::MemoryBackend memory;
   storage::FaultyBackend faulty{memory};
+  AlarmIndexScans alarm_scans{faulty};  // what the runtime uses
   VirtualClock clock;
   // Every fixture runtime traces: tests may check the spans its work produced.
   trace::RecordingTracer tracer{&clock};
@@ -62,7 +82,7 @@ class RuntimeFixture {
   void start(RuntimeOptions options = {}) {
     options.virtual_clock = &clock;
     if (!options.tracer) options.tracer = &tracer;
-    auto rt = Runtime::start(faulty, std::move(options));
+    auto rt = Runtime::start(alarm_scans, std::move(options));
     REQUIRE_MESSAGE(rt.ok(), (rt.ok() ? "" : rt.error().describe()));
     runtime = std::move(rt).value();
   }
