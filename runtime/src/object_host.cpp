@@ -7,7 +7,7 @@
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
-ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
+ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
                        const NamespaceOptions& ns_options,
@@ -15,12 +15,12 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* 
     : caf::event_based_actor(cfg),
       runtime_(runtime),
       impl_(impl),
-      id_(std::move(id)),
       activation_(std::move(activation)),
       object_(std::move(object)),
       start_reason_(reason),
       epoch_(epoch),
-      storage_(impl->backend, impl->options.limits, id_, epoch, ns_options.storage_cache_bytes),
+      storage_(impl->backend, impl->options.limits, activation_->id, epoch,
+               ns_options.storage_cache_bytes),
       idle_timeout_(ns_options.idle_timeout),
       trace_(std::move(cause)) {
   object_->host_ = this;
@@ -133,8 +133,8 @@ void ObjectHost::handle(Envelope& env) {
   auto took = std::chrono::steady_clock::now() - started;
   if (took > impl_->options.slow_turn) {
     log::warn("slow_turn",
-              {{"ns", id_.ns()},
-               {"id", id_.to_string()},
+              {{"ns", id().ns()},
+               {"id", id().to_string()},
                {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(took).count()}});
   }
 }
@@ -248,9 +248,9 @@ void ObjectHost::stop(StopReason reason, bool remember) {
   caf::error failure = run_turn("on_stop", [&] { object_->on_stop(reason); });
   if (failure) {
     log::warn("on_stop_failed",
-              {{"ns", id_.ns()}, {"id", id_.to_string()}, {"error", describe(failure)}});
+              {{"ns", id().ns()}, {"id", id().to_string()}, {"error", describe(failure)}});
   }
-  impl_->end(id_, activation_.get(), StartReason::wake, remember);
+  impl_->end(activation_.get(), StartReason::wake, remember);
   quit();
 }
 
@@ -323,14 +323,14 @@ void ObjectHost::release_outbox() {
 void ObjectHost::reset(const caf::error& why) {
   resetting_ = true;
   auto reason = describe(why);
-  log::warn("object_reset", {{"ns", id_.ns()}, {"id", id_.to_string()}, {"reason", reason}});
+  log::warn("object_reset", {{"ns", id().ns()}, {"id", id().to_string()}, {"reason", reason}});
   auto span = start_span(trace::kResetSpan, trace_);
   span.set_attribute(trace::attr::kResetReason, reason);
   span.record_exception("dorm.ObjectReset", reason);
   span.end();
   // New messages go to a fresh activation from now on; the ones still in this mailbox are
   // dropped with it, and their reply sinks answer object_reset.
-  impl_->end(id_, activation_.get(), StartReason::after_reset);
+  impl_->end(activation_.get(), StartReason::after_reset);
   quit(why);
 }
 
@@ -342,8 +342,8 @@ trace::Span ObjectHost::start_span(std::string_view name, std::optional<trace::T
   options.parent = std::move(parent);
   options.links = std::move(links);
   options.attributes = {
-      {trace::attr::kNamespace, id_.ns()},
-      {trace::attr::kObjectId, id_.to_string()},
+      {trace::attr::kNamespace, id().ns()},
+      {trace::attr::kObjectId, id().to_string()},
       {trace::attr::kEpochGeneration, static_cast<std::int64_t>(epoch_.generation)},
       {trace::attr::kEpochActivation, static_cast<std::int64_t>(epoch_.activation)},
   };

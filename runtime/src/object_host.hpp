@@ -20,7 +20,7 @@ namespace dorm::detail {
 
 class ObjectHost : public caf::event_based_actor {
  public:
-  ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
+  ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl,
              std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
              StartReason reason, Epoch epoch, const NamespaceOptions& ns_options,
              std::optional<trace::TraceContext> cause);
@@ -50,7 +50,8 @@ class ObjectHost : public caf::event_based_actor {
   Inbox inbox() const { return Inbox(impl_->posts, address()); }
   void adopt(const caf::actor& actor, std::function<void()> on_down);
 
-  const ObjectId& id() const { return id_; }
+  // The directory's copy (valid until on_exit, after which no turn runs).
+  const ObjectId& id() const { return activation_->id; }
   Epoch epoch() const { return epoch_; }
   Runtime& runtime() const { return *runtime_; }
   const Clock& clock() const { return *impl_->clock; }
@@ -90,7 +91,6 @@ class ObjectHost : public caf::event_based_actor {
 
   Runtime* runtime_;
   Runtime::Impl* impl_;
-  ObjectId id_;
   std::shared_ptr<Activation> activation_;
   std::unique_ptr<DurableObject> object_;
   StartReason start_reason_;
