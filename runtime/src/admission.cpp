@@ -51,7 +51,7 @@ detail::Activation* Runtime::Impl::spawn_locked(detail::Directory::Shard& shard,
   auto act = std::make_shared<detail::Activation>(id, hash);
   // Spawned under the shard lock: a second sender for the same id finds this activation,
   // never a second one. Its messages queue until on_start has run.
-  act->actor = system->spawn<detail::ObjectHost>(self, this, act, std::move(object), reason, epoch,
+  act->actor = system->spawn<detail::ObjectHost>(this, act, std::move(object), reason, epoch,
                                                  ns->options, cause);
   auto* raw = act.get();
   if (options.resident_budget > 0) lru.push_front(raw);
