@@ -1,7 +1,8 @@
 // Admission: where each message to an object goes, and how activations come and go in the
 // directory (directory.hpp). Lock order: the wide lock (resident budget only), then one
-// shard lock; nothing here sends, spawns a successor's messages or stops a victim while
-// holding either, except spawning the actor itself, which only queues it.
+// shard lock. Under them a message is sent to its live activation and an actor may be
+// spawned (both only queue work for CAF's workers); refusals are answered, a successor's
+// parked messages sent and budget victims stopped after they are released.
 #include <caf/all.hpp>
 
 #include "dorm/runtime/log.hpp"
@@ -118,7 +119,13 @@ Runtime::Impl::Admission Runtime::Impl::admit(const ObjectId& id, detail::Envelo
     return out;
   }
   act->accepted.fetch_add(1);
-  out.target = act->actor;
+  // Sent from here, under the shard lock, through the directory's own handle: copying the
+  // handle out would touch the actor's reference count, one more cache line per message.
+  // The reply sink outlives the lock (out.sink), so that if this send dropped the envelope
+  // (an actor that died without leaving the directory: never in the protocol above) its
+  // answer, which may send again, runs outside it.
+  out.sink = env.reply;
+  caf::anon_send(act->actor, std::move(env));
   if (options.resident_budget > 0) {
     lru.move_to_front(act);
     // After counting this message: the new activation is busy, so never its own victim.

@@ -38,16 +38,18 @@ namespace dorm::detail {
 struct Activation {
   Activation(ObjectId i, std::uint64_t h) : id(std::move(i)), hash(h) {}
 
-  const ObjectId id;         // the runtime's one copy of the id: host and storage refer to it
-  const std::uint64_t hash;  // Directory::hash(id)
+  // What every message to it reads comes first, next to the id a lookup compares, so a
+  // message touches as few of its cache lines as it can.
   caf::actor actor;
-  // Messages accepted for it and not yet finished. Raised only under the directory lock,
-  // so "zero under the lock" means no message is on its way to this activation.
+  // Messages accepted for it and not yet finished. Raised only under the shard lock, so
+  // "zero under the lock" means no message is on its way to this activation.
   std::atomic<std::uint32_t> accepted{0};
   std::atomic<std::uint32_t> leases{0};  // keep_alive() leases held
-  // Guarded by the shard lock:
-  bool stopping = false;  // chosen to stop: new messages are parked, not sent
-  // For the next activation, in arrival order (allocated only when one is parked).
+  bool stopping = false;  // guarded by the shard lock: new messages are parked, not sent
+  const ObjectId id;      // the runtime's one copy of the id: host and storage refer to it
+  const std::uint64_t hash;  // Directory::hash(id)
+  // Guarded by the shard lock: messages for the next activation, in arrival order (made
+  // only when one is parked).
   std::unique_ptr<std::vector<Envelope>> parked;
   // Guarded by the wide lock (resident budget only): the LRU order.
   Activation* lru_prev = nullptr;

@@ -7,6 +7,8 @@
 namespace dorm::detail {
 namespace {
 
+const std::optional<Error> kNoFailure;
+
 Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
   return Error{ErrorCode::limit_exceeded, std::string(what) + " of " + std::to_string(size) +
                                               " bytes exceeds the limit of " +
@@ -42,8 +44,7 @@ TurnBatch& ObjectStorage::writing() {
 void ObjectStorage::end_turn() { give_turn_scratch(std::move(turn_)); }
 
 const std::optional<Error>& ObjectStorage::failure() const {
-  static const std::optional<Error> none;
-  return turn_ ? turn_->failure : none;
+  return turn_ ? turn_->failure : kNoFailure;
 }
 
 Result<void> ObjectStorage::fail_turn(Error error) {

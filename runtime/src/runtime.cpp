@@ -241,9 +241,7 @@ void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_
                                 : nullptr,
                        std::move(trace)};
   auto admission = impl_->admit(to.id, env);
-  if (admission.target) {
-    caf::anon_send(admission.target, std::move(env));
-  } else if (admission.refused) {
+  if (admission.refused) {
     if (env.reply) {
       env.reply->deliver(std::move(admission.refused));
     } else {

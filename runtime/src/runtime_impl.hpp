@@ -157,15 +157,15 @@ struct Runtime::Impl {
   caf::scheduler::test_coordinator* coordinator() const;
 
   // ---- admission (admission.cpp) ----
-  // Where one message goes, decided under the directory's locks and carried out outside
-  // them (sending, answering refusals and asking budget victims to stop never hold one).
+  // Where one message went: sent (under the directory's locks, see admit), parked, or
+  // refused; the refusal is answered, and budget victims asked to stop, outside them.
   struct Admission {
-    caf::actor target;                // send the envelope here, if set
+    std::shared_ptr<detail::ReplySink> sink;  // held until the locks are released
     caf::error refused;               // or answer it with this
     std::vector<caf::actor> victims;  // activations to ask to stop (resident budget)
   };
-  // Admits `env` for `id`: to its live activation (activating it if needed), or parked
-  // for the next one if the live one is stopping, or refused.
+  // Admits `env` for `id`: sent to its live activation (activating it if needed), or
+  // parked for the next one if the live one is stopping, or refused.
   Admission admit(const ObjectId& id, detail::Envelope& env);
   // The wide lock when there is a resident budget; otherwise nothing.
   std::unique_lock<std::mutex> wide_lock();
