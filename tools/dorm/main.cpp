@@ -286,6 +286,9 @@ Subcommand add_bench_storage(CLI::App& bench) {
   cmd->add_flag("!--no-fsync", options->fsync_rows, "Skip the fsync rows");
   cmd->add_flag("!--no-open-after-kill", options->open_after_kill,
                 "Skip the open-after-SIGKILL measurement");
+  cmd->add_flag("!--no-backends", options->backend_rows,
+                "Skip the backends table (only the RocksDB settings table)");
+  cmd->add_flag("!--no-settings", options->settings_rows, "Skip the RocksDB settings table");
   return bench_subcommand(cmd, options, dorm::bench::run_storage_bench);
 }
 
