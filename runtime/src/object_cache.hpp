@@ -55,10 +55,9 @@ class ObjectCache {
   // and a larger one pays one short scan once.
   static constexpr std::size_t kPrefetchEntries = 16;
 
-  // Caches the keys beginning with `root` (every key when empty) of `backend`. `root`
-  // must outlive the cache (ObjectStorage's own copy of the prefix).
-  ObjectCache(storage::Backend& backend, std::string_view root, std::size_t max_bytes)
-      : backend_(backend), root_(root), max_bytes_(max_bytes) {}
+  // Caches the keys beginning with `root` (every key when empty) of `backend`.
+  ObjectCache(storage::Backend& backend, std::string root, std::size_t max_bytes)
+      : backend_(backend), root_(std::move(root)), max_bytes_(max_bytes) {}
 
   // As Backend::get and Backend::scan, answered from memory where the cache can.
   Result<std::optional<std::string>> get(const std::string& key);
@@ -110,7 +109,7 @@ class ObjectCache {
   void drop_all_complete();
 
   storage::Backend& backend_;
-  std::string_view root_;
+  std::string root_;
   std::size_t max_bytes_;
   std::size_t bytes_ = 0;
   std::uint64_t clock_ = 0;  // stamps Slot::used

@@ -1,5 +1,6 @@
 #include "object_host.hpp"
 
+#include <time.h>
 
 #include <utility>
 
@@ -7,27 +8,43 @@
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
-ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
+namespace {
+
+// The slow-turn warning's clock: the kernel's coarse monotonic clock (a few milliseconds
+// of resolution, enough for a threshold of ~100 ms) costs a memory read where the precise
+// one reads the hardware clock, twice per turn.
+std::chrono::nanoseconds coarse_now() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+}  // namespace
+
+ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime::Impl* impl,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
                        const NamespaceOptions& ns_options,
                        std::optional<trace::TraceContext> cause)
     : caf::event_based_actor(cfg),
-      runtime_(runtime),
       impl_(impl),
-      id_(std::move(id)),
       activation_(std::move(activation)),
       object_(std::move(object)),
-      start_reason_(reason),
-      epoch_(epoch),
-      storage_(impl->backend, impl->options.limits, id_, epoch, ns_options.storage_cache_bytes),
+      storage_(impl->backend, impl->options.limits, activation_->id, epoch,
+               ns_options.storage_cache_bytes),
       idle_timeout_(ns_options.idle_timeout),
-      trace_(std::move(cause)) {
+      start_reason_(reason) {
+  if (cause) extras().trace = std::move(cause);
   object_->host_ = this;
 }
 
 ObjectHost::~ObjectHost() {
   if (object_) object_->host_ = nullptr;
+}
+
+ObjectHost::Extras& ObjectHost::extras() {
+  if (!extras_) extras_ = std::make_unique<Extras>();
+  return *extras_;
 }
 
 template <class Body>
@@ -52,29 +69,30 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
 
 void ObjectHost::on_exit() {
   // Adopted helpers do not outlive the activation they belong to.
-  for (auto& [addr, on_down] : adopted_) {
-    if (auto actor = caf::actor_cast<caf::actor>(addr)) {
-      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  if (extras_) {
+    for (auto& [addr, on_down] : extras_->adopted) {
+      if (auto actor = caf::actor_cast<caf::actor>(addr)) {
+        caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+      }
     }
   }
-  adopted_.clear();
   if (object_) object_->host_ = nullptr;
   object_.reset();
   // The actor may outlive this a little (references to it held elsewhere); its cache is
   // of no use any more.
   storage_.drop_cache();
   handlers_ = caf::behavior{};
-  continuations_.clear();
+  extras_.reset();
   activation_.reset();
 }
 
 caf::behavior ObjectHost::make_behavior() {
   // on_start completes before any message is handled: messages sent meanwhile wait in the
   // mailbox, in send order.
-  auto span = start_span(trace::kActivationSpan, trace_);
+  auto span = start_span(trace::kActivationSpan, trace());
   span.set_attribute(trace::attr::kStartReason, std::string(to_string(start_reason_)));
   // Before on_start: spans the object starts there are children of the activation's.
-  if (span.recording()) trace_ = span.context();
+  if (span.recording()) extras().trace = span.context();
   auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); });
   if (failure) {
     span.record_exception("dorm.StartFailed", describe(failure));
@@ -87,14 +105,30 @@ caf::behavior ObjectHost::make_behavior() {
   handlers_ = object_->behavior();
   phase_ = Phase::running;
   set_down_handler([this](caf::down_msg& down) { adopted_down(down); });
+  // One case in the behavior (a behavior's size grows with its cases, and every resident
+  // object holds its own): the envelopes, which are nearly all the traffic; the rest of
+  // the host's messages go through the default handler.
+  set_default_handler([](caf::scheduled_actor* self, caf::message_view& msg) {
+    return static_cast<ObjectHost*>(self)->handle_other(msg);
+  });
   touch();
-  return {
-      [this](Envelope& env) { handle(env); },
-      [this](ContinuationReply& reply) { run_continuation(reply); },
-      [this](PostedTurn& posted) { run_posted(posted); },
-      [this](const StopRequest& req) { stop(req.reason); },
-      [this](IdleCheck) { idle_check(); },
-  };
+  return {[this](Envelope& env) { handle(env); }};
+}
+
+caf::result<caf::message> ObjectHost::handle_other(caf::message_view& view) {
+  auto& msg = view.content();
+  if (msg.match_elements<ContinuationReply>()) {
+    run_continuation(msg.get_mutable_as<ContinuationReply>(0));
+  } else if (msg.match_elements<PostedTurn>()) {
+    run_posted(msg.get_mutable_as<PostedTurn>(0));
+  } else if (msg.match_elements<StopRequest>()) {
+    stop(msg.get_as<StopRequest>(0).reason);
+  } else if (msg.match_elements<IdleCheck>()) {
+    idle_check();
+  } else {
+    return caf::sec::unexpected_message;
+  }
+  return caf::message{};
 }
 
 void ObjectHost::handle(Envelope& env) {
@@ -110,7 +144,7 @@ void ObjectHost::handle(Envelope& env) {
   if (env.payload.match_elements<AlarmInvocation>()) {
     return run_alarm(env, env.payload.get_as<AlarmInvocation>(0));
   }
-  auto started = std::chrono::steady_clock::now();
+  auto started = coarse_now();
   caf::optional<caf::message> result;
   auto failure = run_turn("handler", [&] { result = handlers_(env.payload); });
   if (activation_) activation_->accepted.fetch_sub(1);
@@ -130,21 +164,23 @@ void ObjectHost::handle(Envelope& env) {
   }
   if (env.reply) env.reply->deliver(std::move(*result));
   touch();
-  auto took = std::chrono::steady_clock::now() - started;
-  if (took > impl_->options.slow_turn) {
+  auto took = coarse_now() - started;
+  if (took >= impl_->options.slow_turn) {
     log::warn("slow_turn",
-              {{"ns", id_.ns()},
-               {"id", id_.to_string()},
+              {{"ns", id().ns()},
+               {"id", id().to_string()},
                {"ms", std::chrono::duration_cast<std::chrono::milliseconds>(took).count()}});
   }
 }
 
 
 void ObjectHost::adopted_down(const caf::down_msg& down) {
-  auto it = adopted_.find(down.source);
-  if (it == adopted_.end()) return;
+  if (!extras_) return;
+  auto& adopted = extras_->adopted;
+  auto it = adopted.find(down.source);
+  if (it == adopted.end()) return;
   auto on_down = std::move(it->second);
-  adopted_.erase(it);
+  adopted.erase(it);
   if (impl_->crashed.load() || resetting_ || phase_ != Phase::running || !on_down) return;
   if (auto failure = run_turn("adopted actor down", [&] { on_down(); })) {
     reset(failure);
@@ -155,10 +191,12 @@ void ObjectHost::adopted_down(const caf::down_msg& down) {
 
 void ObjectHost::run_continuation(ContinuationReply& reply) {
   if (impl_->crashed.load()) return;
-  auto it = continuations_.find(reply.id);
-  if (it == continuations_.end() || resetting_ || phase_ != Phase::running) return;
+  if (!extras_) return;
+  auto& continuations = extras_->continuations;
+  auto it = continuations.find(reply.id);
+  if (it == continuations.end() || resetting_ || phase_ != Phase::running) return;
   auto then = std::move(it->second);
-  continuations_.erase(it);
+  continuations.erase(it);
   if (auto failure = run_turn("continuation", [&] { then(std::move(reply.reply)); })) {
     reset(failure);
     return;
@@ -178,7 +216,7 @@ void ObjectHost::run_posted(PostedTurn& posted) {
 
 void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   std::vector<trace::SpanLink> links;
-  if (trace_) links.push_back({*trace_, {}});
+  if (auto activation = trace()) links.push_back({*activation, {}});
   auto span = start_span(trace::kAlarmSpan, env.trace, std::move(links));
   auto now = impl_->clock->now_ms();
   span.set_attribute(trace::attr::kAlarmName, invocation.name);
@@ -218,7 +256,8 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
 }
 
 void ObjectHost::touch() {
-  last_activity_ms_ = impl_->clock->now_ms();
+  // Only an idle timeout needs the time (a clock read per turn otherwise).
+  if (idle_timeout_.count() > 0) last_activity_ms_ = impl_->clock->now_ms();
   if (std::exchange(dispose_requested_, false) && impl_->try_begin_dispose(activation_.get())) {
     stop(StopReason::idle, remember_on_dispose_);
     return;
@@ -248,9 +287,9 @@ void ObjectHost::stop(StopReason reason, bool remember) {
   caf::error failure = run_turn("on_stop", [&] { object_->on_stop(reason); });
   if (failure) {
     log::warn("on_stop_failed",
-              {{"ns", id_.ns()}, {"id", id_.to_string()}, {"error", describe(failure)}});
+              {{"ns", id().ns()}, {"id", id().to_string()}, {"error", describe(failure)}});
   }
-  impl_->end(id_, activation_.get(), StartReason::wake, remember);
+  impl_->end(activation_.get(), StartReason::wake, remember);
   quit();
 }
 
@@ -297,22 +336,22 @@ void ObjectHost::release_outbox() {
     }
     if (o.effect) {
       // A timer: its effect comes back as a continuation, so it runs as a turn.
-      std::uint64_t id = next_continuation_++;
-      continuations_.emplace(id, [effect = std::move(o.effect)](caf::expected<caf::message>) {
+      std::uint64_t id = extras().next_continuation++;
+      extras().continuations.emplace(id, [effect = std::move(o.effect)](caf::expected<caf::message>) {
         effect();
       });
       delayed_send(this, *o.delay, ContinuationReply{id, caf::message{}});
       continue;
     }
     if (!o.then) {
-      runtime_->deliver(o.to, std::move(o.msg), nullptr);
+      runtime().deliver(o.to, std::move(o.msg), nullptr);
       continue;
     }
-    std::uint64_t id = next_continuation_++;
-    continuations_.emplace(id, std::move(o.then));
+    std::uint64_t id = extras().next_continuation++;
+    extras().continuations.emplace(id, std::move(o.then));
     // A weak address: a pending reply must not keep a stopped activation alive.
     caf::actor_addr self = address();
-    runtime_->deliver(o.to, std::move(o.msg), [self, id](caf::expected<caf::message> r) {
+    runtime().deliver(o.to, std::move(o.msg), [self, id](caf::expected<caf::message> r) {
       if (auto me = caf::actor_cast<caf::actor>(self)) {
         caf::anon_send(me, ContinuationReply{id, std::move(r)});
       }
@@ -323,14 +362,14 @@ void ObjectHost::release_outbox() {
 void ObjectHost::reset(const caf::error& why) {
   resetting_ = true;
   auto reason = describe(why);
-  log::warn("object_reset", {{"ns", id_.ns()}, {"id", id_.to_string()}, {"reason", reason}});
-  auto span = start_span(trace::kResetSpan, trace_);
+  log::warn("object_reset", {{"ns", id().ns()}, {"id", id().to_string()}, {"reason", reason}});
+  auto span = start_span(trace::kResetSpan, trace());
   span.set_attribute(trace::attr::kResetReason, reason);
   span.record_exception("dorm.ObjectReset", reason);
   span.end();
   // New messages go to a fresh activation from now on; the ones still in this mailbox are
   // dropped with it, and their reply sinks answer object_reset.
-  impl_->end(id_, activation_.get(), StartReason::after_reset);
+  impl_->end(activation_.get(), StartReason::after_reset);
   quit(why);
 }
 
@@ -342,10 +381,10 @@ trace::Span ObjectHost::start_span(std::string_view name, std::optional<trace::T
   options.parent = std::move(parent);
   options.links = std::move(links);
   options.attributes = {
-      {trace::attr::kNamespace, id_.ns()},
-      {trace::attr::kObjectId, id_.to_string()},
-      {trace::attr::kEpochGeneration, static_cast<std::int64_t>(epoch_.generation)},
-      {trace::attr::kEpochActivation, static_cast<std::int64_t>(epoch_.activation)},
+      {trace::attr::kNamespace, id().ns()},
+      {trace::attr::kObjectId, id().to_string()},
+      {trace::attr::kEpochGeneration, static_cast<std::int64_t>(epoch().generation)},
+      {trace::attr::kEpochActivation, static_cast<std::int64_t>(epoch().activation)},
   };
   return tracer->start_span(std::string(name), std::move(options));
 }
@@ -386,7 +425,7 @@ void ObjectHost::after(std::chrono::milliseconds delay, std::function<void()> th
 
 void ObjectHost::adopt(const caf::actor& actor, std::function<void()> on_down) {
   if (!actor) return;
-  adopted_[actor.address()] = std::move(on_down);
+  extras().adopted[actor.address()] = std::move(on_down);
   monitor(actor);
 }
 

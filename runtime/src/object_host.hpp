@@ -20,7 +20,7 @@ namespace dorm::detail {
 
 class ObjectHost : public caf::event_based_actor {
  public:
-  ObjectHost(caf::actor_config& cfg, Runtime* runtime, Runtime::Impl* impl, ObjectId id,
+  ObjectHost(caf::actor_config& cfg, Runtime::Impl* impl,
              std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
              StartReason reason, Epoch epoch, const NamespaceOptions& ns_options,
              std::optional<trace::TraceContext> cause);
@@ -50,15 +50,16 @@ class ObjectHost : public caf::event_based_actor {
   Inbox inbox() const { return Inbox(impl_->posts, address()); }
   void adopt(const caf::actor& actor, std::function<void()> on_down);
 
-  const ObjectId& id() const { return id_; }
-  Epoch epoch() const { return epoch_; }
-  Runtime& runtime() const { return *runtime_; }
+  // The directory's copy (valid until on_exit, after which no turn runs).
+  const ObjectId& id() const { return activation_->id; }
+  Epoch epoch() const { return storage_.epoch(); }
+  Runtime& runtime() const { return *impl_->self; }
   const Clock& clock() const { return *impl_->clock; }
   // A span under this activation's span (see DurableObject::start_span).
-  trace::Span start_child_span(std::string_view name) { return start_span(name, trace_); }
+  trace::Span start_child_span(std::string_view name) { return start_span(name, trace()); }
 
  private:
-  enum class Phase { starting, running, stopping };
+  enum class Phase : std::uint8_t { starting, running, stopping };
 
   void handle(Envelope& env);
   void run_alarm(Envelope& env, const AlarmInvocation& invocation);
@@ -87,23 +88,34 @@ class ObjectHost : public caf::event_based_actor {
   trace::Span start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                          std::vector<trace::SpanLink> links = {});
   bool in_turn() const { return in_turn_; }
+  // Host messages other than an Envelope (see make_behavior).
+  caf::result<caf::message> handle_other(caf::message_view& msg);
 
-  Runtime* runtime_;
+  // What few activations use, made at first use: continuations of requests and timers,
+  // adopted helper actors, a trace context.
+  struct Extras {
+    std::uint64_t next_continuation = 1;
+    std::map<std::uint64_t, DurableObject::Continuation> continuations;
+    // Adopted helper actors and what runs when each terminates.
+    std::map<caf::actor_addr, std::function<void()>> adopted;
+    // Until on_start begins: the trace context of the message that caused this
+    // activation. From then on: the activation span's (the parent of a reset and of the
+    // object's own spans, a link from alarms).
+    std::optional<trace::TraceContext> trace;
+  };
+  Extras& extras();
+  std::optional<trace::TraceContext> trace() const {
+    return extras_ ? extras_->trace : std::nullopt;
+  }
+
+  // Every resident object carries these members, so they are kept few and small: the
+  // id lives in the Activation, the epoch in the storage, the turn's batch and scratch
+  // state only during a turn (TurnScratch), what few objects use in Extras.
   Runtime::Impl* impl_;
-  ObjectId id_;
   std::shared_ptr<Activation> activation_;
   std::unique_ptr<DurableObject> object_;
-  StartReason start_reason_;
-  Epoch epoch_;
   caf::behavior handlers_;
-  Phase phase_ = Phase::starting;
-  bool resetting_ = false;
-  bool dispose_requested_ = false;  // DurableObject::dispose() in the current turn
-  // False after dispose_empty(): the object has no state, so the runtime forgets its id.
-  bool remember_on_dispose_ = true;
-
   ObjectStorage storage_;  // the turn's batch, limits, alarm records, index writes
-  bool in_turn_ = false;
   // What a turn releases once it commits: a message (with a continuation for a
   // request), or an effect, or a timer (an effect with a delay, run as a turn).
   struct Outgoing {
@@ -114,17 +126,17 @@ class ObjectHost : public caf::event_based_actor {
     std::optional<std::chrono::milliseconds> delay;  // set: `effect` is a timer
   };
   std::vector<Outgoing> outbox_;
-  std::uint64_t next_continuation_ = 1;
-  std::map<std::uint64_t, DurableObject::Continuation> continuations_;
-  // Adopted helper actors and what runs when each terminates.
-  std::map<caf::actor_addr, std::function<void()>> adopted_;
+  std::unique_ptr<Extras> extras_;
   std::chrono::milliseconds idle_timeout_;
   std::int64_t last_activity_ms_ = 0;
+  StartReason start_reason_;
+  Phase phase_ = Phase::starting;
+  bool resetting_ = false;
+  bool dispose_requested_ = false;  // DurableObject::dispose() in the current turn
+  // False after dispose_empty(): the object has no state, so the runtime forgets its id.
+  bool remember_on_dispose_ = true;
+  bool in_turn_ = false;
   bool idle_check_pending_ = false;
-  // Until on_start begins: the trace context of the message that caused this activation.
-  // From then on: the activation span's (the parent of a reset and of the object's own
-  // spans, a link from alarms).
-  std::optional<trace::TraceContext> trace_;
 };
 
 }  // namespace dorm::detail

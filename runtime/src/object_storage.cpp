@@ -7,6 +7,8 @@
 namespace dorm::detail {
 namespace {
 
+const std::optional<Error> kNoFailure;
+
 Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
   return Error{ErrorCode::limit_exceeded, std::string(what) + " of " + std::to_string(size) +
                                               " bytes exceeds the limit of " +
@@ -17,18 +19,43 @@ Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
 
 ObjectStorage::ObjectStorage(storage::Backend& backend, const StorageLimits& limits,
                              const ObjectId& id, Epoch epoch, std::size_t cache_bytes)
-    : backend_(backend),
-      limits_(limits),
-      id_(id),
-      epoch_(epoch),
-      root_(keys::object_prefix(id_.ns(), id_.body())),
-      prefix_(root_ + keys::kObjectData),
-      cache_(backend, root_, cache_bytes),
-      batch_(cache_) {}
+    : backend_(backend), limits_(limits), id_(id), epoch_(epoch), cache_bytes_(cache_bytes) {}
+
+ObjectStorage::~ObjectStorage() { end_turn(); }
+
+TurnScratch& ObjectStorage::turn() {
+  if (!turn_) turn_ = take_turn_scratch();
+  return *turn_;
+}
+
+TurnBatch& ObjectStorage::reading() {
+  if (!cache_) cache_ = std::make_unique<ObjectCache>(backend_, root(), cache_bytes_);
+  auto& batch = turn().batch;
+  batch.bind(cache_.get());
+  return batch;
+}
+
+TurnBatch& ObjectStorage::writing() {
+  auto& batch = turn().batch;
+  batch.bind(cache_.get());
+  return batch;
+}
+
+void ObjectStorage::end_turn() { give_turn_scratch(std::move(turn_)); }
+
+const std::optional<Error>& ObjectStorage::failure() const {
+  return turn_ ? turn_->failure : kNoFailure;
+}
 
 Result<void> ObjectStorage::fail_turn(Error error) {
-  if (!failure_) failure_ = error;
+  auto& failure = turn().failure;
+  if (!failure) failure = error;
   return error;
+}
+
+std::vector<AlarmIndexChange> ObjectStorage::take_alarm_changes() {
+  if (!turn_) return {};
+  return std::exchange(turn_->alarm_changes, {});
 }
 
 Result<void> ObjectStorage::check_write(std::size_t key_bytes, std::size_t value_bytes) {
@@ -41,13 +68,16 @@ Result<void> ObjectStorage::check_write(std::size_t key_bytes, std::size_t value
   if (value_bytes > limits_.max_value_bytes) {
     return limit_error("value", value_bytes, limits_.max_value_bytes);
   }
-  if (batch_.entries() + 1 > limits_.max_batch_entries) {
+  auto& batch = writing();
+  if (batch.entries() + 1 > limits_.max_batch_entries) {
     return fail_turn(Error{ErrorCode::limit_exceeded,
-                           "turn batch of " + std::to_string(batch_.entries() + 1) +
+                           "turn batch of " + std::to_string(batch.entries() + 1) +
                                " entries exceeds the limit of " +
                                std::to_string(limits_.max_batch_entries) + " entries"});
   }
-  std::size_t bytes = batch_.bytes() + prefix_.size() + key_bytes + value_bytes;
+  // The data prefix: the namespace, the 16-byte body and three separator bytes.
+  std::size_t bytes = batch.bytes() + id_.ns().size() + ObjectId::kBodyBytes + 3 + key_bytes +
+                      value_bytes;
   if (bytes > limits_.max_batch_bytes) {
     return fail_turn(limit_error("turn batch", bytes, limits_.max_batch_bytes));
   }
@@ -65,7 +95,7 @@ Result<void> ObjectStorage::check_index(std::string_view index) {
 
 Result<std::optional<std::string>> ObjectStorage::get(std::string_view key) {
   if (key.size() > limits_.max_key_bytes) return limit_error("key", key.size(), limits_.max_key_bytes);
-  return batch_.get(full_key(key));
+  return reading().get(full_key(key));
 }
 
 Result<std::vector<std::optional<std::string>>> ObjectStorage::get_many(
@@ -82,7 +112,7 @@ Result<std::vector<std::optional<std::string>>> ObjectStorage::get_many(
 
 Result<void> ObjectStorage::put(std::string_view key, std::string_view value) {
   if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
-  batch_.put(full_key(key), std::string(value));
+  writing().put(full_key(key), std::string(value));
   return {};
 }
 
@@ -90,50 +120,52 @@ Result<bool> ObjectStorage::del(std::string_view key) {
   auto existing = get(key);
   if (!existing) return std::move(existing).error();
   if (auto ok = check_write(key.size(), 0); !ok) return std::move(ok).error();
-  batch_.del(full_key(key));
+  writing().del(full_key(key));
   return existing->has_value();
 }
 
 Result<std::vector<storage::KeyValue>> ObjectStorage::list(const ListOptions& options) {
   // The object's own range, narrowed by the prefix and then by start/end.
-  std::string lower = prefix_ + options.prefix;
+  const std::string prefix = data_prefix();
+  std::string lower = prefix + options.prefix;
   std::optional<std::string> upper = storage::ScanOptions::prefix_successor(lower);
-  if (options.start && prefix_ + *options.start > lower) lower = prefix_ + *options.start;
+  if (options.start && prefix + *options.start > lower) lower = prefix + *options.start;
   if (options.end) {
-    std::string end = prefix_ + *options.end;
+    std::string end = prefix + *options.end;
     if (!upper || end < *upper) upper = end;
   }
   storage::ScanOptions scan;
   scan.start = lower;
   scan.end = upper;
   if (scan.end && *scan.end < scan.start) scan.end = scan.start;  // an empty range
-  if (options.start_after) scan.start_after = prefix_ + *options.start_after;
+  if (options.start_after) scan.start_after = prefix + *options.start_after;
   scan.reverse = options.reverse;
   scan.limit = options.limit;
-  auto rows = batch_.scan(scan);
+  auto rows = reading().scan(scan);
   if (!rows) return std::move(rows).error();
-  for (auto& kv : *rows) kv.key.erase(0, prefix_.size());
+  for (auto& kv : *rows) kv.key.erase(0, prefix.size());
   return rows;
 }
 
 Result<void> ObjectStorage::delete_all() {
   if (auto ok = check_write(0, 0); !ok) return ok;
   // Alarms first: their index entries live outside the object's prefix.
-  std::string alarms = root_ + keys::kObjectAlarm;
-  auto records = batch_.scan(storage::ScanOptions::with_prefix(alarms));
+  const std::string root = this->root();
+  std::string alarms = root + keys::kObjectAlarm;
+  auto records = reading().scan(storage::ScanOptions::with_prefix(alarms));
   if (!records) return fail_turn(std::move(records).error());
   for (auto& kv : *records) {
     auto record = decode_record(kv.value);
     if (record) remove_alarm(std::string_view(kv.key).substr(alarms.size()), *record);
   }
-  batch_.delete_range(root_, *storage::ScanOptions::prefix_successor(root_));
+  writing().delete_range(root, *storage::ScanOptions::prefix_successor(root));
   return {};
 }
 
 // ---- alarms ----
 
 std::string ObjectStorage::alarm_key(std::string_view name) const {
-  return root_ + keys::kObjectAlarm + std::string(name);
+  return (root() + keys::kObjectAlarm).append(name);
 }
 
 std::string ObjectStorage::alarm_index_key(std::string_view name, std::int64_t due_ms) const {
@@ -141,7 +173,7 @@ std::string ObjectStorage::alarm_index_key(std::string_view name, std::int64_t d
 }
 
 Result<std::optional<AlarmRecord>> ObjectStorage::read_alarm(std::string_view name) {
-  auto raw = batch_.get(alarm_key(name));
+  auto raw = reading().get(alarm_key(name));
   if (!raw) return std::move(raw).error();
   if (!*raw) return std::optional<AlarmRecord>{};
   auto record = decode_record(**raw);
@@ -153,9 +185,10 @@ Result<std::optional<AlarmRecord>> ObjectStorage::read_alarm(std::string_view na
 
 void ObjectStorage::remove_alarm(std::string_view name, const AlarmRecord& record) {
   std::string index_key = alarm_index_key(name, record.due_ms);
-  batch_.del(alarm_key(name));
-  batch_.del(keys::index_entry(keys::kAlarmIndex, index_key));
-  alarm_changes_.push_back({std::move(index_key), std::nullopt});
+  auto& batch = writing();
+  batch.del(alarm_key(name));
+  batch.del(keys::index_entry(keys::kAlarmIndex, index_key));
+  turn().alarm_changes.push_back({std::move(index_key), std::nullopt});
 }
 
 Result<void> ObjectStorage::set_alarm(std::string_view name, std::int64_t due_ms) {
@@ -167,9 +200,10 @@ Result<void> ObjectStorage::set_alarm(std::string_view name, std::int64_t due_ms
                                  std::to_string(epoch_.activation) + "." +
                                  std::to_string(++alarm_sequence_)};
   std::string index_key = alarm_index_key(name, due_ms);
-  batch_.put(alarm_key(name), encode_record(record));
-  batch_.put(keys::index_entry(keys::kAlarmIndex, index_key), record.version);
-  alarm_changes_.push_back({std::move(index_key), std::move(record.version)});
+  auto& batch = writing();
+  batch.put(alarm_key(name), encode_record(record));
+  batch.put(keys::index_entry(keys::kAlarmIndex, index_key), record.version);
+  turn().alarm_changes.push_back({std::move(index_key), std::move(record.version)});
   return {};
 }
 
@@ -195,40 +229,38 @@ Result<void> ObjectStorage::index_put(std::string_view index, std::string_view k
                                       std::string_view value) {
   if (auto ok = check_index(index); !ok) return ok;
   if (auto ok = check_write(key.size(), value.size()); !ok) return ok;
-  batch_.put(keys::index_entry(index, key), std::string(value));
+  writing().put(keys::index_entry(index, key), std::string(value));
   return {};
 }
 
 Result<void> ObjectStorage::index_del(std::string_view index, std::string_view key) {
   if (auto ok = check_index(index); !ok) return ok;
   if (auto ok = check_write(key.size(), 0); !ok) return ok;
-  batch_.del(keys::index_entry(index, key));
+  writing().del(keys::index_entry(index, key));
   return {};
 }
 
 // ---- the turn ----
 
 Result<void> ObjectStorage::commit() {
-  const auto& writes = batch_.writes();
-  if (writes.empty()) {
-    batch_.clear();
-    return {};
+  if (!turn_) return {};  // the turn used no storage
+  const auto& writes = writing().writes();
+  Result<void> committed;
+  if (!writes.empty()) {
+    committed = backend_.commit(writes);
+    // Applied, the batch is what the store holds now. Failed, it may still have been
+    // applied (a lost acknowledgement): what the store holds is unknown, so the cache
+    // forgets all. (No cache yet: there is nothing to keep in step.)
+    if (cache_ && committed) {
+      cache_->apply(writes);
+    } else if (cache_) {
+      cache_->clear();
+    }
   }
-  auto committed = backend_.commit(writes);
-  // Applied, the batch is what the store holds now. Failed, it may still have been applied
-  // (a lost acknowledgement): what the store holds is unknown, so the cache forgets all.
-  if (committed) {
-    cache_.apply(writes);
-  } else {
-    cache_.clear();
-  }
-  batch_.clear();
+  end_turn();
   return committed;
 }
 
-void ObjectStorage::discard() {
-  batch_.clear();
-  alarm_changes_.clear();
-}
+void ObjectStorage::discard() { end_turn(); }
 
 }  // namespace dorm::detail

@@ -4,7 +4,11 @@
 // Every write goes into the turn's TurnBatch (reads see it first); nothing reaches the
 // backend before commit(). Beneath the batch, the activation's ObjectCache answers reads
 // of the object's own keys from memory where it can; a commit that succeeds is applied to
-// it, one that fails clears it (object_cache.hpp). The object's keys live under its own prefix (keys.hpp); an alarm
+// it, one that fails clears it (object_cache.hpp). Both exist only when needed: the batch
+// (with the rest of the turn's state, TurnScratch) is lent from a per-thread pool from the
+// turn's first storage call until commit() or discard(), and the cache is made at the
+// object's first read; so a resident idle object holds neither batch nor, if it never
+// read anything, a cache (docs/benchmarks.md, resident memory). The object's keys live under its own prefix (keys.hpp); an alarm
 // is two records written together, the object's record and its entry in the alarm index,
 // so one commit covers both. Limits (StorageLimits) are checked here with one rule
 // (docs/architecture.md#errors): one key or value over its limit is the caller's input —
@@ -18,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,17 +36,19 @@
 #include "dorm/runtime/object_id.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/backend.hpp"
+#include "dorm/runtime/keys.hpp"
 #include "object_cache.hpp"
-#include "turn_batch.hpp"
+#include "turn_scratch.hpp"
 
 namespace dorm::detail {
 
 class ObjectStorage {
  public:
   // `cache_bytes`: the bound of the object's cache (0: none, every read goes to `backend`).
+  // `id` must outlive this (the host passes its Activation's).
   ObjectStorage(storage::Backend& backend, const StorageLimits& limits, const ObjectId& id,
                 Epoch epoch, std::size_t cache_bytes);
-  // Its cache refers to its key prefix: never copied.
+  ~ObjectStorage();
   ObjectStorage(const ObjectStorage&) = delete;
   ObjectStorage& operator=(const ObjectStorage&) = delete;
 
@@ -70,43 +77,55 @@ class ObjectStorage {
   Result<void> index_del(std::string_view index, std::string_view key);
 
   // ---- the turn ----
-  // Starts a turn: forgets the last one's failure. (Its writes are gone already: each
-  // turn ends with commit() or discard().)
-  void begin_turn() { failure_.reset(); }
+  // A turn runs from its first storage call to commit() or discard(), which end it.
+  // begin_turn() makes sure nothing of an earlier turn is left (each ends with one of them).
+  void begin_turn() { end_turn(); }
   // Why the current turn may not commit, if it may not.
-  const std::optional<Error>& failure() const { return failure_; }
+  const std::optional<Error>& failure() const;
   // Writes the turn's batch in one atomic commit (nothing to write: nothing done) and
-  // empties it, whatever the outcome. Must not be called while failure() is set.
+  // ends the turn, whatever the outcome. Must not be called while failure() is set.
   Result<void> commit();
-  // Drops the turn's writes (a failed turn).
+  // Drops the turn's writes and ends it (a failed turn).
   void discard();
   // Frees the cache (the activation ends).
-  void drop_cache() { cache_.clear(); }
-  const ObjectCache& cache() const { return cache_; }
+  void drop_cache() { cache_.reset(); }
+  // What the cache holds, in its own count of bytes (0 before the first read), and
+  // whether there is one yet.
+  std::size_t cache_bytes() const { return cache_ ? cache_->bytes() : 0; }
+  bool has_cache() const { return static_cast<bool>(cache_); }
   // Records `error` as the turn's failure (the first one wins) and returns it.
   Result<void> fail_turn(Error error);
   // The alarm index changes made since the last call (or discard()), in batch order: after
   // a commit, what the scheduler must be told about.
-  std::vector<AlarmIndexChange> take_alarm_changes() { return std::exchange(alarm_changes_, {}); }
+  std::vector<AlarmIndexChange> take_alarm_changes();
+  // The activation's epoch (alarm versions carry it).
+  Epoch epoch() const { return epoch_; }
 
  private:
   Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
   Result<void> check_index(std::string_view index);
-  std::string full_key(std::string_view key) const { return prefix_ + std::string(key); }
+  // The turn's state, taken from the pool at the turn's first storage call.
+  TurnScratch& turn();
+  // The turn's batch, bound to the cache for reading (made at the first read), or for
+  // writing (bound to the cache if there is one).
+  TurnBatch& reading();
+  TurnBatch& writing();
+  void end_turn();
+  // This object's key prefix, and where its user data lives (root + 'd').
+  std::string root() const { return keys::object_prefix(id_.ns(), id_.body()); }
+  std::string data_prefix() const { return root() + keys::kObjectData; }
+  std::string full_key(std::string_view key) const { return data_prefix().append(key); }
   std::string alarm_key(std::string_view name) const;
   std::string alarm_index_key(std::string_view name, std::int64_t due_ms) const;
 
   storage::Backend& backend_;
   const StorageLimits& limits_;
-  ObjectId id_;
+  const ObjectId& id_;
   Epoch epoch_;
-  std::string root_;    // this object's key prefix
-  std::string prefix_;  // where its user data lives (root_ + 'd')
-  ObjectCache cache_;   // the committed state of the keys under root_, as far as known
-  TurnBatch batch_;     // reads through cache_
-  std::optional<Error> failure_;
+  std::size_t cache_bytes_;
+  std::unique_ptr<ObjectCache> cache_;  // the committed state of the keys under root()
+  std::unique_ptr<TurnScratch> turn_;   // during a turn only
   std::uint64_t alarm_sequence_ = 0;
-  std::vector<AlarmIndexChange> alarm_changes_;
 };
 
 }  // namespace dorm::detail

@@ -17,10 +17,6 @@
 namespace dorm {
 namespace {
 
-// Process-wide: every activation in any runtime of this process gets a larger number, so a
-// wake or a reset always has a newer epoch than what came before it.
-std::atomic<std::uint64_t> activation_counter{0};
-
 const std::string kSecretKey = keys::meta(keys::kMetaIdSecret);
 const std::string kGenerationKey = keys::meta(keys::kMetaGeneration);
 const std::string kCleanShutdownKey = keys::meta(keys::kMetaCleanShutdown);
@@ -109,161 +105,6 @@ caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
   return dynamic_cast<caf::scheduler::test_coordinator*>(&system->scheduler());
 }
 
-std::shared_ptr<detail::Activation> Runtime::Impl::spawn_locked(
-    const ObjectId& id, caf::error& failure, const std::optional<trace::TraceContext>& cause) {
-  auto ns = namespaces.find(id.ns());
-  if (ns == namespaces.end()) {
-    failure = make_error(RuntimeErrc::unknown_namespace, "no namespace '" + id.ns() + "'");
-    return nullptr;
-  }
-  auto object = ns->second.factory();
-  if (!object) {
-    failure = make_error(RuntimeErrc::turn_failed, "namespace '" + id.ns() + "' made no object");
-    return nullptr;
-  }
-  StartReason reason = start_kind;
-  if (auto it = next_start.find(id); it != next_start.end()) {
-    reason = it->second;
-    next_start.erase(it);
-  } else if (evicted.contains(id_hash(id))) {
-    reason = StartReason::wake;
-  }
-  Epoch epoch{generation, activation_counter.fetch_add(1) + 1};
-  auto act = std::make_shared<detail::Activation>();
-  // Spawned under the lock: a second sender for the same id finds this activation, never
-  // a second one. Its messages queue until on_start has run.
-  act->actor = system->spawn<detail::ObjectHost>(self, this, id, act, std::move(object), reason,
-                                                 epoch, ns->second.options, cause);
-  lru.push_front(id);
-  act->lru = lru.begin();
-  live.emplace(id, act);
-  return act;
-}
-
-std::uint64_t Runtime::Impl::id_hash(const ObjectId& id) {
-  std::uint64_t h = std::hash<std::string>{}(id.ns());
-  std::uint64_t body = 0;
-  std::memcpy(&body, id.body().data(), sizeof body);
-  return h ^ body;
-}
-
-std::vector<caf::actor> Runtime::Impl::pick_victims_locked() {
-  std::vector<caf::actor> victims;
-  std::size_t budget = options.resident_budget;
-  if (budget == 0) return victims;
-  std::size_t resident = live.size() - stopping_count;
-  if (resident <= budget) return victims;
-  std::size_t excess = resident - budget;
-  // Least recently used first; skip the busy and the leased.
-  for (auto it = lru.rbegin(); it != lru.rend() && victims.size() < excess; ++it) {
-    auto& act = live.at(*it);
-    if (act->stopping || act->accepted.load() > 0 || act->leases.load() > 0) continue;
-    act->stopping = true;
-    ++stopping_count;
-    victims.push_back(act->actor);
-  }
-  if (victims.size() < excess) {
-    log::warn("budget_exceeded",
-              {{"resident", resident}, {"budget", budget}, {"evictable", victims.size()}});
-  }
-  return victims;
-}
-
-Runtime::Impl::Admission Runtime::Impl::admit(const ObjectId& id, detail::Envelope& env) {
-  Admission out;
-  std::lock_guard lock(mutex);
-  if (stopping) {
-    out.refused = make_error(RuntimeErrc::stopped, "the runtime is shutting down");
-    return out;
-  }
-  std::shared_ptr<detail::Activation> act;
-  bool fresh = false;
-  if (auto it = live.find(id); it != live.end()) {
-    act = it->second;
-  } else {
-    act = spawn_locked(id, out.refused, env.trace);
-    if (!act) return out;
-    fresh = true;
-  }
-  auto bound = options.mailbox_bound;
-  if (act->stopping) {
-    // Its successor takes these, in order, once it has stopped.
-    if (act->parked.size() >= bound) {
-      out.refused = make_error(RuntimeErrc::overloaded, "mailbox of " + id.ns() + "/" +
-                                                            id.to_string() + " is full");
-      return out;
-    }
-    act->parked.push_back(std::move(env));
-    return out;
-  }
-  if (act->accepted.load() >= bound) {
-    out.refused = make_error(RuntimeErrc::overloaded,
-                             "mailbox of " + id.ns() + "/" + id.to_string() + " holds " +
-                                 std::to_string(bound) + " messages");
-    return out;
-  }
-  act->accepted.fetch_add(1);
-  lru.splice(lru.begin(), lru, act->lru);
-  out.target = act->actor;
-  // After counting this message: the new activation is busy, so never its own victim.
-  if (fresh) out.victims = pick_victims_locked();
-  return out;
-}
-
-bool Runtime::Impl::try_begin_stop(const detail::Activation* act) {
-  std::lock_guard lock(mutex);
-  auto* a = const_cast<detail::Activation*>(act);
-  if (a->stopping || a->accepted.load() > 0 || a->leases.load() > 0) return false;
-  a->stopping = true;
-  ++stopping_count;
-  return true;
-}
-
-bool Runtime::Impl::try_begin_dispose(const detail::Activation* act) {
-  std::lock_guard lock(mutex);
-  auto* a = const_cast<detail::Activation*>(act);
-  // Leases do not count: the object itself decided to go. Accepted messages do.
-  if (a->stopping || a->accepted.load() > 0) return false;
-  a->stopping = true;
-  ++stopping_count;
-  return true;
-}
-
-void Runtime::Impl::end(const ObjectId& id, detail::Activation* act, StartReason next,
-                        bool remember) {
-  std::vector<detail::Envelope> parked;
-  caf::actor successor;
-  std::vector<caf::actor> victims;
-  {
-    std::lock_guard lock(mutex);
-    auto it = live.find(id);
-    if (it == live.end() || it->second.get() != act) return;
-    if (act->stopping) --stopping_count;
-    lru.erase(act->lru);
-    parked = std::move(act->parked);
-    live.erase(it);
-    if (next == StartReason::after_reset) {
-      next_start[id] = next;
-    } else if (remember) {
-      evicted.insert(id_hash(id));
-    }
-    if (!parked.empty() && !stopping) {
-      caf::error failure;
-      auto fresh = spawn_locked(id, failure, parked.front().trace);
-      if (fresh) {
-        fresh->accepted.fetch_add(parked.size());
-        successor = fresh->actor;
-        victims = pick_victims_locked();
-      }
-    }
-  }
-  // Outside the lock: a refused envelope answers through its sink when dropped here.
-  if (successor) {
-    for (auto& env : parked) caf::anon_send(successor, std::move(env));
-  }
-  for (auto& v : victims) caf::anon_send(v, detail::StopRequest{StopReason::budget});
-}
-
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
 
 Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, RuntimeOptions options) {
@@ -317,12 +158,7 @@ void Runtime::shutdown() {
   // The scheduler first, so that no alarm delivery starts while objects stop.
   caf::anon_send_exit(impl_->alarm_scheduler, caf::exit_reason::user_shutdown);
   impl_->alarm_scheduler = nullptr;
-  std::vector<std::shared_ptr<detail::Activation>> active;
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->stopping = true;
-    for (auto& [id, act] : impl_->live) active.push_back(act);
-  }
+  auto active = impl_->stop_admitting();
   for (auto& act : active) caf::anon_send(act->actor, detail::StopRequest{StopReason::shutdown});
   active.clear();
   if (impl_->coordinator()) run_until_idle();
@@ -330,7 +166,7 @@ void Runtime::shutdown() {
   // Posts made while objects stop are dropped; none may reach a system being destroyed.
   impl_->posts->close();
   impl_->system.reset();  // waits for every actor to finish its on_stop
-  impl_->live.clear();
+  impl_->forget_all();
   // Last: the marker says every object got its on_stop and committed.
   storage::WriteBatch marker;
   marker.put(kCleanShutdownKey, std::to_string(impl_->generation));
@@ -348,11 +184,7 @@ void Runtime::crash() {
   impl_->drop_reason->store(RuntimeErrc::node_restarting);
   impl_->crashed.store(true);
   std::vector<caf::actor> actors;
-  {
-    std::lock_guard lock(impl_->mutex);
-    impl_->stopping = true;
-    for (auto& [id, act] : impl_->live) actors.push_back(act->actor);
-  }
+  for (auto& act : impl_->stop_admitting()) actors.push_back(act->actor);
   actors.push_back(impl_->alarm_scheduler);
   impl_->alarm_scheduler = nullptr;
   for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::kill);
@@ -361,7 +193,7 @@ void Runtime::crash() {
   if (impl_->options.virtual_clock) impl_->options.virtual_clock->unsubscribe(impl_->clock_subscription);
   impl_->posts->close();
   impl_->system.reset();
-  impl_->live.clear();
+  impl_->forget_all();
 }
 
 StartReason Runtime::start_kind() const { return impl_->start_kind; }
@@ -372,7 +204,7 @@ Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory fact
     return Error{ErrorCode::invalid_argument,
                  "invalid namespace name '" + std::string(ns) + "': use 1-64 of [a-z0-9._-]"};
   }
-  std::lock_guard lock(impl_->mutex);
+  std::unique_lock lock(impl_->namespaces_mutex);
   if (!impl_->namespaces.emplace(std::string(ns), Impl::Namespace{std::move(factory), options})
            .second) {
     return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
@@ -393,7 +225,7 @@ Result<ObjectId> Runtime::parse_id(std::string_view ns, std::string_view text) c
 }
 
 Result<ObjectHandle> Runtime::get(const ObjectId& id) const {
-  std::lock_guard lock(impl_->mutex);
+  std::shared_lock lock(impl_->namespaces_mutex);
   if (!impl_->namespaces.count(id.ns())) {
     return Error{ErrorCode::not_found, "no namespace '" + id.ns() + "' is registered"};
   }
@@ -409,9 +241,7 @@ void Runtime::deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_
                                 : nullptr,
                        std::move(trace)};
   auto admission = impl_->admit(to.id, env);
-  if (admission.target) {
-    caf::anon_send(admission.target, std::move(env));
-  } else if (admission.refused) {
+  if (admission.refused) {
     if (env.reply) {
       env.reply->deliver(std::move(admission.refused));
     } else {
@@ -442,14 +272,15 @@ Result<std::vector<storage::KeyValue>> Runtime::scan_index(std::string_view name
 
 std::uint64_t Runtime::generation() const { return impl_->generation; }
 
-std::size_t Runtime::active_objects() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->live.size();
-}
+std::size_t Runtime::active_objects() const { return impl_->live_count.load(); }
 
 std::size_t Runtime::remembered_ids() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->evicted.size() + impl_->next_start.size();
+  std::size_t n = 0;
+  impl_->directory.for_each_shard([&n](detail::Directory::Shard& shard) {
+    std::lock_guard lock(shard.mutex);
+    n += shard.evicted.size() + shard.next_start.size();
+  });
+  return n;
 }
 
 const Clock& Runtime::clock() const { return *impl_->clock; }

@@ -9,50 +9,21 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
+#include <shared_mutex>
 #include <utility>
 #include <vector>
 
 #include "alarm_records.hpp"
+#include "directory.hpp"
 #include "dorm/runtime/errors.hpp"
-#include "id_hash_set.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/fenced_backend.hpp"
 
 namespace dorm::detail {
-
-// Answers one request exactly once. If the message carrying it is dropped unanswered
-// (its object was reset, or stopped, before handling it), the destructor answers with
-// object_reset, so a sender never waits for a reply that will not come.
-class ReplySink {
- public:
-  // `drop_reason` is the runtime's: object_reset, or node_restarting once it crashed.
-  ReplySink(ReplyHandler handler, std::shared_ptr<const std::atomic<RuntimeErrc>> drop_reason)
-      : handler_(std::move(handler)), drop_reason_(std::move(drop_reason)) {}
-  ~ReplySink() {
-    if (!done_.exchange(true) && handler_) handler_(make_error(drop_reason_->load()));
-  }
-  void deliver(caf::expected<caf::message> reply) {
-    if (!done_.exchange(true) && handler_) handler_(std::move(reply));
-  }
-
- private:
-  ReplyHandler handler_;
-  std::shared_ptr<const std::atomic<RuntimeErrc>> drop_reason_;
-  std::atomic<bool> done_{false};
-};
-
-// What a sender puts in an object's mailbox.
-struct Envelope {
-  caf::message payload;
-  std::shared_ptr<ReplySink> reply;  // null for a plain send
-  std::optional<trace::TraceContext> trace;  // the sender's span, if it traces
-};
 
 // A reply to a request an object sent, coming back to run its continuation.
 struct ContinuationReply {
@@ -123,19 +94,6 @@ struct StopRequest {
 // Asks an activation to check whether it has been idle long enough to stop.
 struct IdleCheck {};
 
-// One live activation as the directory knows it.
-struct Activation {
-  caf::actor actor;
-  // Messages accepted for it and not yet finished. Raised only under the directory lock,
-  // so "zero under the lock" means no message is on its way to this activation.
-  std::atomic<std::size_t> accepted{0};
-  std::atomic<std::size_t> leases{0};  // keep_alive() leases held
-  // Guarded by the directory lock:
-  bool stopping = false;          // chosen to stop: new messages are parked, not sent
-  std::vector<Envelope> parked;   // for the next activation, in arrival order
-  std::list<ObjectId>::iterator lru;
-};
-
 }  // namespace dorm::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::Envelope)
@@ -169,21 +127,23 @@ struct Runtime::Impl {
 
   StartReason start_kind = StartReason::first;  // the default reason for activations
 
-  mutable std::mutex mutex;  // the directory lock: guards everything below
+  // Which activation each id has (directory.hpp): a lock per shard of ids.
+  detail::Directory directory;
+  // With a resident budget (and only then), every directory operation takes this lock
+  // first; it guards the LRU order and the choice of victims.
+  std::mutex wide_mutex;
+  detail::Lru lru;
+  std::atomic<std::size_t> live_count{0};      // activations in the directory
+  std::atomic<std::size_t> stopping_count{0};  // of which chosen to stop
+  // Set once, by shutdown() or crash(), then every shard is visited under its lock: a
+  // sender that took its shard lock afterwards sees it and activates nothing.
+  std::atomic<bool> stopping{false};
+  mutable std::shared_mutex namespaces_mutex;  // guards `namespaces`
   struct Namespace {
     ObjectFactory factory;
     NamespaceOptions options;
   };
   std::map<std::string, Namespace, std::less<>> namespaces;
-  std::map<ObjectId, std::shared_ptr<detail::Activation>> live;
-  std::list<ObjectId> lru;          // live ids, most recently used first
-  std::size_t stopping_count = 0;   // live activations already chosen to stop
-  // Ids whose last activation was reset (consumed by the next activation), and hashes of
-  // ids this runtime evicted (their next activation is a wake).
-  std::map<ObjectId, StartReason> next_start;
-  detail::IdHashSet evicted;
-  static std::uint64_t id_hash(const ObjectId& id);
-  bool stopping = false;
   bool stopped = false;  // shutdown() or crash() ran
   std::atomic<bool> crashed{false};  // crash() ran: nothing more may run
   // What a request dropped unanswered tells its sender (see ReplySink).
@@ -196,31 +156,40 @@ struct Runtime::Impl {
 
   caf::scheduler::test_coordinator* coordinator() const;
 
-  // Where one message goes, decided under the directory lock and carried out outside it
-  // (sending, answering refusals and asking budget victims to stop never hold the lock).
+  // ---- admission (admission.cpp) ----
+  // Where one message went: sent (under the directory's locks, see admit), parked, or
+  // refused; the refusal is answered, and budget victims asked to stop, outside them.
   struct Admission {
-    caf::actor target;                // send the envelope here, if set
+    std::shared_ptr<detail::ReplySink> sink;  // held until the locks are released
     caf::error refused;               // or answer it with this
     std::vector<caf::actor> victims;  // activations to ask to stop (resident budget)
   };
-  // Admits `env` for `id`: to its live activation (activating it if needed), or parked
-  // for the next one if the live one is stopping, or refused.
+  // Admits `env` for `id`: sent to its live activation (activating it if needed), or
+  // parked for the next one if the live one is stopping, or refused.
   Admission admit(const ObjectId& id, detail::Envelope& env);
-  // Spawns an activation of `id`; the directory lock must be held. `cause` is the trace
-  // context of the message that activates it (the activation span's parent).
-  std::shared_ptr<detail::Activation> spawn_locked(const ObjectId& id, caf::error& failure,
-                                                   const std::optional<trace::TraceContext>& cause);
-  // Budget victims, least recently used first, marked stopping; lock held.
+  // The wide lock when there is a resident budget; otherwise nothing.
+  std::unique_lock<std::mutex> wide_lock();
+  // Spawns an activation of `id` (hash `hash`) in `shard`, whose lock (and the wide lock)
+  // must be held. `cause` is the trace context of the message that activates it (the
+  // activation span's parent).
+  detail::Activation* spawn_locked(detail::Directory::Shard& shard, std::uint64_t hash,
+                                   const ObjectId& id, caf::error& failure,
+                                   const std::optional<trace::TraceContext>& cause);
+  // Budget victims, least recently used first, marked stopping; the wide lock held.
   std::vector<caf::actor> pick_victims_locked();
-  // Marks `act` stopping if it is idle (nothing accepted, no lease). Lock taken inside.
-  bool try_begin_stop(const detail::Activation* act);
+  // Marks `act` stopping if it is idle (nothing accepted, no lease). Locks taken inside.
+  bool try_begin_stop(detail::Activation* act);
   // As try_begin_stop, but leases do not hold it back (DurableObject::dispose).
-  bool try_begin_dispose(const detail::Activation* act);
+  bool try_begin_dispose(detail::Activation* act);
   // The activation stopped (on_stop done, or reset): forget it and hand its parked
   // messages to a new activation. `next` is that id's next start reason; with `remember`
   // false (an object with no state, DurableObject::dispose_empty) a `wake` is not recorded
   // and the id leaves no trace in the directory.
-  void end(const ObjectId& id, detail::Activation* act, StartReason next, bool remember = true);
+  void end(detail::Activation* act, StartReason next, bool remember = true);
+  // Marks the runtime stopping and returns every live activation (shutdown, crash).
+  std::vector<std::shared_ptr<detail::Activation>> stop_admitting();
+  // Empties the directory once the actor system is gone (shutdown, crash).
+  void forget_all();
 };
 
 }  // namespace dorm

@@ -47,7 +47,7 @@ const storage::WriteBatch& TurnBatch::writes() {
   for (const auto& [key, value] : overlay_) {
     if (value) {
       compacted_.put(key, *value);
-    } else if (!masked(key) && !committed_.known_absent(key)) {
+    } else if (!masked(key) && !(committed_ && committed_->known_absent(key))) {
       // (A key written and deleted in the same turn, where the store holds none, costs
       // the store nothing: no write and no tombstone.)
       compacted_.del(key);
@@ -59,7 +59,7 @@ const storage::WriteBatch& TurnBatch::writes() {
 Result<std::optional<std::string>> TurnBatch::get(const std::string& key) {
   if (auto it = overlay_.find(key); it != overlay_.end()) return it->second;
   if (masked(key)) return std::optional<std::string>{};
-  return committed_.get(key);
+  return committed_->get(key);
 }
 
 Result<std::vector<storage::KeyValue>> TurnBatch::scan(const storage::ScanOptions& options) {
@@ -85,7 +85,7 @@ Result<std::vector<storage::KeyValue>> TurnBatch::scan(const storage::ScanOption
   storage::ScanOptions page = options;
   page.limit = options.limit == 0 ? 0 : std::max<std::size_t>(options.limit, 64);
   while (true) {
-    auto chunk = committed_.scan(page);
+    auto chunk = committed_->scan(page);
     if (!chunk) return std::move(chunk).error();
     std::string last = chunk->empty() ? std::string() : chunk->back().key;
     for (auto& kv : *chunk) {

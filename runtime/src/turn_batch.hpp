@@ -25,7 +25,12 @@ namespace dorm {
 
 class TurnBatch {
  public:
-  explicit TurnBatch(ObjectCache& committed) : committed_(committed) {}
+  TurnBatch() = default;
+  explicit TurnBatch(ObjectCache& committed) : committed_(&committed) {}
+  // Where reads beneath this turn's writes go. A batch in a TurnScratch serves one object
+  // after another, so its owner binds it before each use; get() and scan() need one,
+  // writes() does without (then it knows nothing about the store).
+  void bind(ObjectCache* committed) { committed_ = committed; }
 
   // The value the key has as seen by this turn.
   Result<std::optional<std::string>> get(const std::string& key);
@@ -54,7 +59,7 @@ class TurnBatch {
   // True if a range delete of this turn covers `key` and no later write re-created it.
   bool masked(const std::string& key) const;
 
-  ObjectCache& committed_;
+  ObjectCache* committed_ = nullptr;
   std::map<std::string, std::optional<std::string>> overlay_;  // latest write per key
   std::vector<std::pair<std::string, std::string>> ranges_;    // range deletes of this turn
   std::size_t entries_ = 0;

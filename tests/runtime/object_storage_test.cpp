@@ -210,3 +210,21 @@ TEST_CASE("object storage: runtime index names are checked, and dorm.* is reserv
   CHECK(reserved.error().message.find("not starting with 'dorm.'") != std::string::npos);
   CHECK(s.failure());  // a bad index name is a defect of the object: the turn fails
 }
+
+TEST_CASE("object storage: an object that only writes holds no cache; its first read makes one") {
+  Fixture f;
+  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  REQUIRE(s.put("k", "v").ok());
+  REQUIRE(s.index_put("things", "a", "1").ok());
+  REQUIRE(s.commit().ok());
+  CHECK_FALSE(s.has_cache());  // a resident object that read nothing pays nothing for it
+  CHECK(s.get("k").value_or_throw() == "v");  // from the store: the commit was not cached
+  CHECK(s.has_cache());
+  REQUIRE(s.commit().ok());
+  CHECK(s.cache_bytes() > 0);
+  // Setting an alarm reads its record first, so it makes a cache as any read does.
+  ObjectStorage t(f.backend, f.limits, f.b, Epoch{1, 2}, f.cache_bytes);
+  REQUIRE(t.set_alarm("x", 1'000).ok());
+  CHECK(t.has_cache());
+  t.discard();
+}

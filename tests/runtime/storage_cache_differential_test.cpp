@@ -172,8 +172,8 @@ class Differential {
     if (read) ++read_ops;
     backend_reads += after.reads - before.reads;
     failed_reads += after.failed_reads - before.failed_reads;
-    max_cache_bytes = std::max(max_cache_bytes, cached_->cache().bytes());
-    CHECK(cached_->cache().bytes() <= bound_);
+    max_cache_bytes = std::max(max_cache_bytes, cached_->cache_bytes());
+    CHECK(cached_->cache_bytes() <= bound_);
     return ok;
   }
 

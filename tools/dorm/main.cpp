@@ -293,6 +293,9 @@ Subcommand add_bench_storage(CLI::App& bench) {
   cmd->add_flag("!--no-fsync", options->fsync_rows, "Skip the fsync rows");
   cmd->add_flag("!--no-open-after-kill", options->open_after_kill,
                 "Skip the open-after-SIGKILL measurement");
+  cmd->add_flag("!--no-backends", options->backend_rows,
+                "Skip the backends table (only the RocksDB settings table)");
+  cmd->add_flag("!--no-settings", options->settings_rows, "Skip the RocksDB settings table");
   return bench_subcommand(cmd, options, dorm::bench::run_storage_bench);
 }
 
@@ -329,6 +332,9 @@ void add_bench_runtime_load_options(CLI::App& cmd, dorm::bench::RuntimeBenchOpti
   cmd.add_option("--idle-objects", options.idle_objects, "Idle resident objects (memory)")
       ->capture_default_str()
       ->check(CLI::Range(1000, 10'000'000));
+  cmd.add_option("--idle-sessions", options.idle_sessions, "Idle resident MCP sessions (sessions)")
+      ->capture_default_str()
+      ->check(CLI::Range(1000, 10'000'000));
   cmd.add_option("--storage-cache-bytes", options.storage_cache_bytes,
                  "Storage cache bound of the idle objects (memory; 0 = no cache)")
       ->capture_default_str();
@@ -357,7 +363,7 @@ Subcommand add_bench_runtime(CLI::App& bench) {
       ->check(CLI::Range(1, 600));
   cmd->add_option("--part", options->parts, "Run only this part (repeatable; default: all)")
       ->check(CLI::IsMember(
-          {"round-trips", "memory", "activation", "alarms", "storage-cache", "rearms"}));
+          {"round-trips", "memory", "sessions", "activation", "alarms", "storage-cache", "rearms"}));
   return bench_subcommand(cmd, options, dorm::bench::run_runtime_bench);
 }
 
@@ -392,6 +398,15 @@ Subcommand add_bench_storage_fill(CLI::App& bench) {
   cmd->group("");
   cmd->add_option("dir", *dir)->required();
   return bench_subcommand(cmd, dir, dorm::bench::storage_bench_fill_and_wait);
+}
+
+// The child process of `dorm bench runtime --part sessions`, hidden from --help.
+Subcommand add_bench_session_memory(CLI::App& bench) {
+  auto options = std::make_shared<dorm::bench::RuntimeBenchOptions>();
+  auto* cmd = bench.add_subcommand("session-memory", "");
+  cmd->group("");
+  add_bench_runtime_load_options(*cmd, *options);
+  return bench_subcommand(cmd, options, dorm::bench::run_session_memory_child);
 }
 
 Subcommand add_bench_engine(CLI::App& bench) {
@@ -510,8 +525,8 @@ void add_bench(CLI::App& app, Subcommands& commands) {
   bench->require_subcommand(1);
 #ifdef DORM_WITH_BENCH
   for (auto add : {add_bench_storage, add_bench_eviction, add_bench_runtime, add_bench_boot,
-                   add_bench_storage_fill, add_bench_engine, add_bench_execute, add_bench_mcp,
-                   add_bench_http}) {
+                   add_bench_storage_fill, add_bench_session_memory, add_bench_engine,
+                   add_bench_execute, add_bench_mcp, add_bench_http}) {
     commands.push_back(add(*bench));
   }
 #else

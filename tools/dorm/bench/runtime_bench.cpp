@@ -1,16 +1,19 @@
 // `dorm bench runtime` — what the durable-object runtime costs over bare CAF.
 //
-// Five parts, each in its own file, all run from here and printed as tables:
+// The parts, each in its own file, all run from here and printed as tables:
 //
-// - Round trips (this file): requests per second to 1, 100 and 10,000 objects, K requests
-//   in flight. Baseline: a bare CAF client actor pipelining request(...).then(...) to as
+// - Round trips (this file): requests per second to 1, 100, 10,000 and 100,000 objects, K
+//   requests in flight. Baseline: a bare CAF client actor pipelining request(...).then(...) to as
 //   many stateless CAF actors. Subject: Runtime::request to as many durable objects whose
 //   handler writes nothing (a turn without writes commits nothing), over MemoryBackend.
 //   Same CAF worker count for both; both systems are alive during a round and run in
 //   alternating slices, so a slow stretch of the machine lands on both alike.
 // - Idle memory (this file): RSS growth per idle resident object, 100,000 dorm objects
 //   (each read a little state in on_start, answered one request, no idle timeout) against
-//   as many bare caf::stateful_actor with a comparable state, in the same process.
+//   as many bare caf::stateful_actor with a comparable state, in the same process; and
+//   the same objects setting that state without reading storage.
+// - Idle sessions (idle_session_bench.cpp): RSS per resident idle MCP session, 100,000
+//   of them, with and without the storage cache.
 // - Cold activation (cold_activation_bench.cpp): send-to-reply latency of activating an
 //   object whose on_start reads 3 keys from a freshly opened RocksDB database.
 // - Alarms (alarm_bench.cpp): lateness with 1,000,000 alarms pending while 10,000/s come
@@ -185,8 +188,21 @@ class IdleObject : public DurableObject {
   std::string state_;
 };
 
-ObjectHandle idle_handle(Runtime& runtime, int i) {
-  return must(runtime.get(runtime.id_from_name("idle", numbered("i", i))));
+// The same state, set in on_start without reading storage: what a resident object costs
+// when its storage cache has nothing to hold.
+class QuietObject : public DurableObject {
+ public:
+  void on_start(StartReason) override { state_.assign(kStateBytes, 's'); }
+  caf::behavior behavior() override {
+    return {[this](ping_atom, int x) { return x + static_cast<int>(state_.size()); }};
+  }
+
+ private:
+  std::string state_;
+};
+
+ObjectHandle idle_handle(Runtime& runtime, const char* ns, int i) {
+  return must(runtime.get(runtime.id_from_name(ns, numbered("i", i))));
 }
 
 double bare_kib_per_object(const RuntimeBenchOptions& o) {
@@ -204,15 +220,19 @@ double bare_kib_per_object(const RuntimeBenchOptions& o) {
   return (after - before) / o.idle_objects / 1024;
 }
 
-double dorm_kib_per_object(const RuntimeBenchOptions& o, storage::Backend& backend) {
+// `reads`: the objects read their state in on_start (IdleObject), or read nothing
+// (QuietObject).
+double dorm_kib_per_object(const RuntimeBenchOptions& o, storage::Backend& backend, bool reads) {
   auto runtime = start_runtime(backend, o.workers);
   NamespaceOptions idle;
   idle.storage_cache_bytes = o.storage_cache_bytes;
   must(runtime->register_namespace("idle", [] { return std::make_unique<IdleObject>(); }, idle));
+  must(runtime->register_namespace("quiet", [] { return std::make_unique<QuietObject>(); }, idle));
   double before = resident_bytes();
   Runtime& rt = *runtime;
+  const char* ns = reads ? "idle" : "quiet";
   RequestPipeline(
-      rt, [&rt](int i) { return idle_handle(rt, i); }, ping_message, 0, o.idle_objects)
+      rt, [&rt, ns](int i) { return idle_handle(rt, ns, i); }, ping_message, 0, o.idle_objects)
       .run(o.in_flight);
   double after = resident_bytes();
   if (runtime->active_objects() != static_cast<std::size_t>(o.idle_objects)) {
@@ -241,7 +261,7 @@ bool wanted(const RuntimeBenchOptions& o, const std::string& part) {
 
 std::vector<RoundTripRow> bench_round_trips(const RuntimeBenchOptions& o) {
   std::vector<RoundTripRow> rows;
-  for (int n : {1, 100, 10'000}) rows.push_back(RoundTripRow{n, {}, {}});
+  for (int n : {1, 100, 10'000, 100'000}) rows.push_back(RoundTripRow{n, {}, {}});
   for (int round = 1; round <= o.rounds; ++round) {
     for (auto& row : rows) {
       caf::actor_system_config config;
@@ -320,18 +340,23 @@ IdleMemory bench_idle_memory(const RuntimeBenchOptions& o) {
   IdleMemory out;
   for (int round = 1; round <= o.rounds; ++round) {
     // Alternate which subject runs first.
-    double bare = 0, dorm = 0;
+    double bare = 0, dorm = 0, quiet = 0;
     if (round % 2) {
       bare = bare_kib_per_object(o);
-      dorm = dorm_kib_per_object(o, backend);
+      dorm = dorm_kib_per_object(o, backend, true);
+      quiet = dorm_kib_per_object(o, backend, false);
     } else {
-      dorm = dorm_kib_per_object(o, backend);
+      quiet = dorm_kib_per_object(o, backend, false);
+      dorm = dorm_kib_per_object(o, backend, true);
       bare = bare_kib_per_object(o);
     }
     out.bare_kib.push_back(bare);
     out.dorm_kib.push_back(dorm);
-    std::printf("round %d/%d, %d idle objects: bare CAF %.2f KiB each, dorm %.2f KiB each\n", round,
-                o.rounds, o.idle_objects, bare, dorm);
+    out.quiet_kib.push_back(quiet);
+    std::printf(
+        "round %d/%d, %d idle objects: bare CAF %.2f KiB each, dorm %.2f KiB each (reading "
+        "nothing: %.2f)\n",
+        round, o.rounds, o.idle_objects, bare, dorm, quiet);
     std::fflush(stdout);
   }
   return out;
@@ -353,10 +378,13 @@ void print_round_trips(const std::vector<RoundTripRow>& round_trips) {
 }
 
 void print_idle_memory(const IdleMemory& m, const RuntimeBenchOptions& o) {
-  double bare = median(m.bare_kib), dorm = median(m.dorm_kib);
+  double bare = median(m.bare_kib), dorm = median(m.dorm_kib), quiet = median(m.quiet_kib);
   std::printf("\n| row | unit | bare caf | dorm | difference |\n|---|---|---:|---:|---:|\n");
   std::printf("| resident idle objects, %s | KiB/object | %.2f | %.2f | %+.2f |\n",
               with_commas(o.idle_objects).c_str(), bare, dorm, dorm - bare);
+  std::printf("| the same, reading nothing in on_start | KiB/object | %.2f | %.2f | %+.2f |\n",
+              bare, quiet, quiet - bare);
+  std::printf("(storage cache bound of the dorm objects: %zu bytes)\n", o.storage_cache_bytes);
 }
 
 void print_cold_activation(const ColdActivation& c, const RuntimeBenchOptions& o) {
@@ -433,6 +461,8 @@ int run_runtime_bench(const RuntimeBenchOptions& o) {
   if (wanted(o, "round-trips")) round_trips = bench_round_trips(o);
   std::optional<IdleMemory> memory;
   if (wanted(o, "memory")) memory = bench_idle_memory(o);
+  std::optional<IdleSessions> sessions;
+  if (wanted(o, "sessions")) sessions = bench_idle_sessions(o);
   std::optional<ColdActivation> cold;
   if (wanted(o, "activation")) cold = bench_cold_activation(o, root / "cold");
   std::optional<AlarmFigures> alarms;
@@ -444,6 +474,7 @@ int run_runtime_bench(const RuntimeBenchOptions& o) {
 
   if (!round_trips.empty()) print_round_trips(round_trips);
   if (memory) print_idle_memory(*memory, o);
+  if (sessions) print_idle_sessions(*sessions, o);
   if (cold) print_cold_activation(*cold, o);
   if (alarms) print_alarms(*alarms, o);
   if (cache) print_storage_cache(*cache);

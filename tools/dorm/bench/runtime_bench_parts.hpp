@@ -50,10 +50,19 @@ struct RoundTripRow {
 std::vector<RoundTripRow> bench_round_trips(const RuntimeBenchOptions& options);
 
 struct IdleMemory {
-  std::vector<double> bare_kib;  // KiB of RSS per idle object, one per round
-  std::vector<double> dorm_kib;
+  std::vector<double> bare_kib;   // KiB of RSS per idle object, one per round
+  std::vector<double> dorm_kib;   // objects that read their state in on_start
+  std::vector<double> quiet_kib;  // objects that read nothing
 };
 IdleMemory bench_idle_memory(const RuntimeBenchOptions& options);
+
+// ---- idle MCP sessions (idle_session_bench.cpp) ----
+struct IdleSessions {
+  std::vector<double> cached_kib;    // KiB of RSS per idle session, one per round
+  std::vector<double> uncached_kib;  // the same with no storage cache
+};
+IdleSessions bench_idle_sessions(const RuntimeBenchOptions& options);
+void print_idle_sessions(const IdleSessions& sessions, const RuntimeBenchOptions& options);
 
 // ---- cold activation (cold_activation_bench.cpp) ----
 struct ColdActivation {

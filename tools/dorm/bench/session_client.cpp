@@ -124,8 +124,40 @@ Reply SessionClient::call_tool(const std::string& session, const std::string& to
   return r;
 }
 
+void SessionClient::notify(const std::string& session, const std::string& method) {
+  std::string body = R"({"jsonrpc":"2.0","method":)" + json_string(method) + "}";
+  Reply r;
+  int status = send(mcp::SessionCall::Kind::post, session, body, r);
+  if (status != 202) fail(numbered("HTTP ", status) + " for " + body + ": " + r.body);
+}
+
 Reply SessionClient::call(mcp::SessionCall::Kind kind, const std::string& session,
                           const std::string& body, std::int64_t id) {
+  Reply out;
+  int status = send(kind, session, body, out);
+  if (status != 200) fail(numbered("HTTP ", status) + " for " + body + ": " + out.body);
+  // The SSE events' data lines; the one answering `id` is the reply.
+  std::size_t at = 0;
+  while ((at = out.body.find("data: ", at)) != std::string::npos) {
+    auto end = out.body.find('\n', at);
+    std::string data =
+        out.body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+    at = end;
+    if (data.empty()) continue;  // a priming event
+    rapidjson::Document doc;
+    doc.Parse(data.c_str());
+    if (doc.HasParseError() || !doc.IsObject())
+      fail("unparsable event in the answer to " + body + ": " + data);
+    if (doc.HasMember("id") && doc["id"].IsInt64() && doc["id"].GetInt64() == id) {
+      out.message = std::move(doc);
+      return out;
+    }
+  }
+  fail(numbered("no response to request ", id) + " in: " + out.body);
+}
+
+int SessionClient::send(mcp::SessionCall::Kind kind, const std::string& session,
+                        const std::string& body, Reply& out) {
   auto parsed = mcp::parse_body(body);
   if (!std::holds_alternative<mcp::ParsedBody>(parsed))
     fail("the benchmark built a bad body: " + body);
@@ -153,32 +185,11 @@ Reply SessionClient::call(mcp::SessionCall::Kind kind, const std::string& sessio
   if (arrived.wait_for(std::chrono::minutes(2)) != std::future_status::ready) {
     give_up_waiting(("no answer in 2 minutes to " + body).c_str());
   }
-  Reply out;
   std::lock_guard lock(arrival->mutex);
   out.ms = ms_between(sent, arrival->at);
   out.body = arrival->body;
-  if (arrival->status != 200 || arrival->aborted) {
-    fail(numbered("HTTP ", arrival->status) + (arrival->aborted ? " (stream aborted)" : "") +
-         " for " + body + ": " + out.body);
-  }
-  // The SSE events' data lines; the one answering `id` is the reply.
-  std::size_t at = 0;
-  while ((at = out.body.find("data: ", at)) != std::string::npos) {
-    auto end = out.body.find('\n', at);
-    std::string data =
-        out.body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
-    at = end;
-    if (data.empty()) continue;  // a priming event
-    rapidjson::Document doc;
-    doc.Parse(data.c_str());
-    if (doc.HasParseError() || !doc.IsObject())
-      fail("unparsable event in the answer to " + body + ": " + data);
-    if (doc.HasMember("id") && doc["id"].IsInt64() && doc["id"].GetInt64() == id) {
-      out.message = std::move(doc);
-      return out;
-    }
-  }
-  fail(numbered("no response to request ", id) + " in: " + out.body);
+  if (arrival->aborted) fail("stream aborted for " + body + ": " + out.body);
+  return arrival->status;
 }
 
 const rapidjson::Value& structured(const Reply& r, const char* what) {

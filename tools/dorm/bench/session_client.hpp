@@ -1,5 +1,5 @@
 // SessionClient: drives MCP sessions in process the way the HTTP endpoint does, for
-// `dorm bench execute`. One SessionCall per POST, the answer through a Responder, a streamed
+// `dorm bench execute` and `dorm bench runtime`. One SessionCall per POST, the answer through a Responder, a streamed
 // answer read to its end as a connection's I/O thread would; no HTTP. With it, the checks
 // the benchmark's answers must pass, and the small JSON helpers both use.
 #pragma once
@@ -47,6 +47,8 @@ class SessionClient {
   explicit SessionClient(Runtime& runtime) : runtime_(runtime) {}
 
   void initialize(const std::string& session);
+  // A notification (no params) the session must accept with 202.
+  void notify(const std::string& session, const std::string& method);
 
   // tools/call `tool` with `arguments_json`; returns the CallToolResult (and the time).
   Reply call_tool(const std::string& session, const std::string& tool,
@@ -64,6 +66,10 @@ class SessionClient {
  private:
   Reply call(mcp::SessionCall::Kind kind, const std::string& session, const std::string& body,
              std::int64_t id);
+  // Sends one POST and waits for its whole answer (time and body into `out`); returns the
+  // HTTP status.
+  int send(mcp::SessionCall::Kind kind, const std::string& session, const std::string& body,
+           Reply& out);
 
   Runtime& runtime_;
   std::atomic<std::int64_t> next_id_{0};

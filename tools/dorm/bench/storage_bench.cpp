@@ -371,14 +371,10 @@ int storage_bench_fill_and_wait(const std::string& dir) {
   return 0;
 }
 
-int run_storage_bench(const StorageBenchOptions& options) {
-  fs::path root = options.dir.empty()
-                      ? fs::temp_directory_path() / ("dorm-bench-" + std::to_string(getpid()))
-                      : fs::path(options.dir);
-  fs::remove_all(root);
-  fs::create_directories(root);
-  std::printf("dorm bench storage: %d rounds, %d ops per row, data in %s\n", options.rounds,
-              options.ops, root.c_str());
+namespace {
+
+// The backends table and the open-after-kill figure.
+void run_backends(const StorageBenchOptions& options, const fs::path& root) {
   Subjects subjects;
   open_subjects(subjects, root, options.fsync_rows);
 
@@ -400,6 +396,20 @@ int run_storage_bench(const StorageBenchOptions& options) {
   if (options.open_after_kill) print_open_after_kill(root);
   subjects.process.clear();
   subjects.fsync.clear();
+}
+
+}  // namespace
+
+int run_storage_bench(const StorageBenchOptions& options) {
+  fs::path root = options.dir.empty()
+                      ? fs::temp_directory_path() / ("dorm-bench-" + std::to_string(getpid()))
+                      : fs::path(options.dir);
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::printf("dorm bench storage: %d rounds, %d ops per row, data in %s\n", options.rounds,
+              options.ops, root.c_str());
+  if (options.backend_rows) run_backends(options, root);
+  if (options.settings_rows) run_storage_settings_bench(root, options.rounds);
   fs::remove_all(root);
   return 0;
 }

@@ -1,6 +1,7 @@
 // `dorm bench storage`: the storage layer against raw RocksDB (see storage_bench.cpp).
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 namespace dorm::bench {
@@ -13,9 +14,15 @@ struct StorageBenchOptions {
   int ops = 20000;
   bool fsync_rows = true;
   bool open_after_kill = true;
+  bool backend_rows = true;   // the backends against raw RocksDB
+  bool settings_rows = true;  // candidate RocksDB settings (storage_settings_bench.cpp)
 };
 
 int run_storage_bench(const StorageBenchOptions& options);
+
+// The settings table: RocksDbBackend::make_options with and without candidate settings,
+// under write/delete churn, databases under `root`, `rounds` interleaved rounds.
+void run_storage_settings_bench(const std::filesystem::path& root, int rounds);
 
 // Hidden helper for the open-after-kill measurement: fills the memtable of the RocksDB
 // store in `dir` without flushing, prints "filled", then waits to be killed.

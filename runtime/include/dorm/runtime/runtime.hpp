@@ -61,7 +61,8 @@ struct RuntimeOptions {
   // `overloaded` (CAF's own mailboxes are unbounded).
   std::size_t mailbox_bound = 1024;
   StorageLimits limits;
-  // A turn that takes longer than this logs `slow_turn`.
+  // A turn that takes this long or longer logs `slow_turn` (timed on the coarse monotonic
+  // clock, whose resolution is a few milliseconds: 0 logs every turn).
   std::chrono::milliseconds slow_turn{100};
   // Most activations resident at once, across namespaces (0 = no limit). Over it, the
   // least recently used idle ones stop with on_stop(budget); leased ones never do.
