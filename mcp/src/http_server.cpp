@@ -36,11 +36,16 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-// The socket send buffer of a streamed response (Linux doubles it).
 // How long a draining server that shares its port keeps accepting after it steered new
 // connections to its successor: a handshake the kernel began here before the steering
 // completes within a round trip, and its connection must still be accepted and answered.
 constexpr auto kListenerHandoff = std::chrono::seconds(1);
+// After a failed accept (at the fd limit, typically) the loop waits this long before the
+// next: retrying at once fails again at once, a core spinning on the pending connection.
+constexpr auto kAcceptPause = std::chrono::milliseconds(50);
+// Failed accepts are logged at most once per this interval, with a count.
+constexpr auto kAcceptLogInterval = std::chrono::seconds(1);
+// The socket send buffer of a streamed response (Linux doubles it).
 constexpr int kStreamSendBuffer = 64 * 1024;
 
 class Connection;
@@ -514,12 +519,18 @@ struct HttpServer::Impl {
   bool listener_closed = false;  // only touched on the acceptor's strand
   bool handing_off = false;      // only touched on the acceptor's strand
   net::steady_timer handoff{acceptor.get_executor()};
+  // The accept loop's state at the fd limit; on the acceptor's strand.
+  net::steady_timer accept_pause{acceptor.get_executor()};
+  std::uint64_t accept_failures = 0;  // since the last accept_failed line
+  std::chrono::steady_clock::time_point last_accept_log{};
+  beast::file reserve_fd;  // held so a connection can be refused at the fd limit
 
   // Closes the listening socket; on the acceptor's strand.
   void close_acceptor() {
     if (listener_closed) return;
     beast::error_code ignored;
     handoff.cancel();
+    accept_pause.cancel();
     accept_backlog();
     acceptor.close(ignored);
     listener_closed = true;
@@ -545,10 +556,55 @@ struct HttpServer::Impl {
       // dropping it would reset a client the kernel already took.
       if (!ec) std::make_shared<Connection>(std::move(socket), state)->start();
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      // Typically EMFILE under fd exhaustion: log and keep accepting.
-      if (ec) log::warn("accept_failed", {{"error", ec.message()}});
+      if (ec) return accept_failed(ec);
       accept();
     });
+  }
+
+  // On the acceptor's strand. At the fd limit the connection stays queued and every retry
+  // fails at once, so: refuse that connection with the reserve fd, pause, then go on.
+  void accept_failed(const beast::error_code& ec) {
+    ++accept_failures;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_accept_log >= kAcceptLogInterval) {
+      log::warn("accept_failed", {{"error", ec.message()},
+                                  {"failures", static_cast<std::int64_t>(accept_failures)}});
+      accept_failures = 0;
+      last_accept_log = now;
+    }
+    if (ec == net::error::no_descriptors || ec.value() == ENFILE) refuse_one();
+    accept_pause.expires_after(kAcceptPause);
+    accept_pause.async_wait([this](beast::error_code waited) {
+      if (!waited && acceptor.is_open()) accept();
+    });
+  }
+
+  // Frees the reserve fd, takes the first queued connection with it, answers it 503 with
+  // `Connection: close` and closes it, then takes the reserve again: the client learns
+  // at once that the server is out of descriptors instead of waiting in the queue.
+  void refuse_one() {
+    if (!reserve_fd.is_open()) return reopen_reserve();
+    beast::error_code ec;
+    reserve_fd.close(ec);
+    if (acceptor.non_blocking(true, ec); !ec) {
+      tcp::socket socket{ioc};
+      if (acceptor.accept(socket, ec); !ec) {
+        http::response<http::string_body> res{http::status::service_unavailable, 11};
+        res.set(http::field::content_type, "text/plain");
+        res.set(http::field::retry_after, "1");
+        res.keep_alive(false);
+        res.body() = "The server has no file descriptor left for this connection; try again.\n";
+        res.prepare_payload();
+        http::write(socket, res, ec);  // a fresh socket's send buffer takes it whole
+        socket.close(ec);
+      }
+    }
+    reopen_reserve();
+  }
+
+  void reopen_reserve() {
+    beast::error_code ec;
+    reserve_fd.open("/dev/null", beast::file_mode::read, ec);
   }
 
   // Takes the connections the kernel has already queued on the listener, so that closing
@@ -613,6 +669,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options) {
   tcp::endpoint bound = acceptor.local_endpoint(ec);
   impl->local = ListenAddress{bound.address().to_string(), bound.port()};
 
+  impl->reopen_reserve();
   impl->accept();
   int n = options.io_threads < 1 ? 1 : options.io_threads;
   for (int i = 0; i < n; ++i) {

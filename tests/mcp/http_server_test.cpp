@@ -7,7 +7,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <fcntl.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <atomic>
@@ -416,6 +421,55 @@ TEST_CASE("http server: a draining server that shares its port answers the conne
     CHECK((*res)["X-Server"] == "new");
   }
   CHECK(holder.read_within(std::chrono::seconds(10)));
+}
+
+TEST_CASE("http server: at the fd limit a new connection is answered 503, the accept loop does not spin, and service resumes once fds are free") {
+  auto server = start_on_free_port();
+  tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"), server->local_address().port);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+
+  // The client's socket has its fd before the process runs out of them: connecting takes none.
+  net::io_context ioc;
+  tcp::socket client(ioc);
+  client.open(tcp::v4());
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  int highest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(highest >= 0);
+  rlimit lowered = saved;
+  lowered.rlim_cur = static_cast<rlim_t>(highest) + 16;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+  std::vector<int> hogs{highest};
+  for (int fd; (fd = ::dup(highest)) >= 0;) hogs.push_back(fd);
+  CHECK(errno == EMFILE);
+
+  client.connect(endpoint);
+  http::request<http::string_body> req{http::verb::get, "/healthz", 11};
+  req.set(http::field::host, "127.0.0.1");
+  http::write(client, req);
+  timeval tv{10, 0};
+  setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> refused;
+  boost::system::error_code ec;
+  http::read(client, buffer, refused, ec);
+
+  for (int fd : hogs) ::close(fd);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  REQUIRE_FALSE(ec);
+  CHECK(refused.result() == http::status::service_unavailable);
+  CHECK_FALSE(refused.keep_alive());
+  CHECK(refused[http::field::retry_after] == "1");
+
+  Client later(server->local_address().port);
+  CHECK(later.send(http::verb::get, "/healthz").result() == http::status::ok);
+  // One failed accept for the one queued connection, logged once: not a loop retrying it.
+  int failed = 0;
+  for (const auto& line : sink->last_formatted()) failed += line.find("accept_failed") != std::string::npos;
+  spdlog::set_default_logger(previous);
+  CHECK(failed == 1);
 }
 
 TEST_CASE("http server: an unresolvable host is a clear error") {
