@@ -17,6 +17,10 @@ test('dorm bench storage prints a complete table and the open-after-kill figure'
     'put, batch of 1', 'put, batch of 10', 'put, batch of 100', 'point get',
     'prefix scan, 100 keys',
     'put, batch of 1 (fsync)', 'put, batch of 10 (fsync)', 'put, batch of 100 (fsync)',
+    // The RocksDB settings table: dorm's options against each candidate.
+    'write/delete churn, one call = 2 commits',
+    "list an object's journal prefix (empty, over tombstones)",
+    'get of a deleted key', 'get of a live key',
   ]);
   for (const row of rows) {
     const cells = row.split('|').slice(3, -1).map((c) => c.trim()).filter((c) => c !== '–');
