@@ -531,6 +531,14 @@ struct HttpServer::Impl {
     beast::error_code ignored;
     handoff.cancel();
     accept_pause.cancel();
+    if (handing_off) {
+      // The steering program belongs to the port's group, not to this socket, and would
+      // outlive it: the next successor to bind (index 1 again) would then take every new
+      // connection from the moment it binds, long before the server in front of it drains.
+      int unused = 0;
+      setsockopt(acceptor.native_handle(), SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &unused,
+                 sizeof unused);
+    }
     accept_backlog();
     acceptor.close(ignored);
     listener_closed = true;

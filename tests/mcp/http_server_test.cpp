@@ -421,6 +421,27 @@ TEST_CASE("http server: a draining server that shares its port answers the conne
     CHECK((*res)["X-Server"] == "new");
   }
   CHECK(holder.read_within(std::chrono::seconds(10)));
+
+  // Once the old listener has closed, the port's group forgets the steering: the next
+  // server to bind shares new connections with the one already there, as on a fresh port.
+  (*old)->close_listener();
+  auto next = HttpServer::start(options);
+  REQUIRE(next.ok());
+  (*next)->set_handler([](HttpRequest, Respond respond) {
+    respond(HttpResponse{200, {{"X-Server", "next"}}, ""});
+  });
+  int to_successor = 0;
+  int to_next = 0;
+  for (int i = 0; i < 32; ++i) {
+    Client fresh(options.listen.port);
+    fresh.send_only(mcp_post());
+    auto res = fresh.read_within(std::chrono::seconds(10));
+    REQUIRE(res);
+    to_successor += (*res)["X-Server"] == "new";
+    to_next += (*res)["X-Server"] == "next";
+  }
+  CHECK(to_successor > 0);
+  CHECK(to_next > 0);
 }
 
 TEST_CASE("http server: at the fd limit a new connection is answered 503, the accept loop does not spin, and service resumes once fds are free") {
