@@ -17,9 +17,6 @@
 //      threads, and reads RSS again with all N resident and idle.
 // The parent runs the default storage cache and no cache as two subjects, alternating
 // which goes first, one child each per round.
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -35,9 +32,9 @@
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/storage/memory_backend.hpp"
 #include "runtime_bench_parts.hpp"
+#include "self_child.hpp"
 #include "session_client.hpp"
 
-extern char** environ;
 
 namespace dorm::bench {
 namespace {
@@ -83,33 +80,13 @@ void copy_sessions(Runtime& runtime, storage::Backend& backend, const std::strin
 }
 
 double child_kib_per_session(const RuntimeBenchOptions& o, std::size_t cache_bytes) {
-  std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-  int out[2];
-  if (pipe(out) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  std::string sessions = std::to_string(o.idle_sessions), workers = std::to_string(o.workers),
-              cache = std::to_string(cache_bytes);
-  const char* argv[] = {exe.c_str(),        "bench",          "session-memory",
-                        "--idle-sessions",  sessions.c_str(), "--workers",
-                        workers.c_str(),    "--storage-cache-bytes", cache.c_str(),
-                        nullptr};
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, const_cast<char**>(argv), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) throw std::runtime_error("cannot start the session-memory child");
-  std::string text;
-  char buf[256];
-  ssize_t got = 0;
-  while ((got = read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(got));
-  close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  SelfChild child({"bench", "session-memory", "--idle-sessions", std::to_string(o.idle_sessions),
+                   "--workers", std::to_string(o.workers), "--storage-cache-bytes",
+                   std::to_string(cache_bytes)},
+                  "session-memory");
+  std::string text = child.read_all();
   auto at = text.find("kib_per_session ");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || at == std::string::npos) {
+  if (!child.exited_cleanly() || at == std::string::npos) {
     throw std::runtime_error("the session-memory child failed: " + text);
   }
   return std::stod(text.substr(at + 16));

@@ -8,9 +8,6 @@
 // subject / raw RocksDB (higher is better; the target for dorm's RocksDB is >= 0.9).
 #include "storage_bench.hpp"
 
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,11 +19,11 @@
 #include <thread>
 
 #include "bench_stats.hpp"
+#include "self_child.hpp"
 #include "dorm/storage/memory_backend.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "dorm/storage/sqlite_backend.hpp"
 
-extern char** environ;
 
 namespace dorm::bench {
 namespace {
@@ -197,26 +194,12 @@ void print_table(const std::vector<Row>& rows, const std::vector<std::string>& n
 }
 
 double open_after_kill_ms(const std::string& dir) {
-  std::string exe = fs::read_symlink("/proc/self/exe").string();
-  int out[2];
-  if (pipe(out) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  const char* argv[] = {exe.c_str(), "bench", "storage-fill", dir.c_str(), nullptr};
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, const_cast<char**>(argv), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) throw std::runtime_error("cannot start the fill child");
-  char buf[64] = {};
-  ssize_t n = read(out[0], buf, sizeof buf - 1);  // blocks until "filled" (or the child dies)
-  close(out[0]);
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (n <= 0 || std::string(buf).find("filled") == std::string::npos) {
+  std::string said;
+  {
+    SelfChild child({"bench", "storage-fill", dir}, "fill");
+    said = child.read_some();  // blocks until "filled" (or the child dies)
+  }  // SIGKILLed here
+  if (said.find("filled") == std::string::npos) {
     throw std::runtime_error("the fill child did not fill the memtable");
   }
   auto start = std::chrono::steady_clock::now();
