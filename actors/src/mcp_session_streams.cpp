@@ -38,7 +38,10 @@ void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Resp
   // Spawned only once the turn committed, so a failed turn leaves no connection behind.
   after_commit([this, stream, connection, responder = std::move(responder), body,
                 first_bytes = std::move(first_bytes)]() mutable {
-    connection->sink = mcp::spawn_sse_sink(system(), body, options_.sink);
+    // The first bytes (the priming event, or a resume's replay) are in the body before
+    // the head is sent, so both leave in one write (http_server.cpp, start_stream).
+    body->write(first_bytes);
+    connection->sink = mcp::spawn_sse_sink(system(), body, options_.sink, first_bytes.size());
     adopt(connection->sink, [this, stream, connection] {
       auto it = connections_.find(stream);
       if (it != connections_.end() && it->second == connection) connections_.erase(it);
@@ -46,9 +49,6 @@ void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Resp
     HttpResponse head(200, {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}});
     head.stream = body;
     responder->respond(std::move(head));
-    if (!first_bytes.empty()) {
-      caf::anon_send(connection->sink, mcp::SinkWrite{std::move(first_bytes), false, true});
-    }
   });
 }
 

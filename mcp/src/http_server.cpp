@@ -373,20 +373,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
     beast::error_code ignored;
     stream_.socket().set_option(net::socket_base::send_buffer_size(kStreamSendBuffer), ignored);
     stream_.expires_never();
-    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    // The head leaves in one write with what the body already holds (a priming event, a
+    // resume's replay): a client that has the head then has the event it resumes from,
+    // even if this process dies right after. Written apart, a kill between the two left
+    // a client with an open stream and no event id, which it cannot resume: it hung.
+    auto first = body_->take();
+    if (first.abort) return stream_failed();
+    http::response_serializer<http::empty_body> serializer(*head);
+    serializer.split(true);
+    auto out = std::make_shared<std::string>();
+    beast::error_code ec;
+    serializer.next(ec, [&](beast::error_code&, const auto& buffers) { *out = beast::buffers_to_string(buffers); });
+    if (ec) return stream_failed();
+    std::size_t payload = first.bytes.size();
+    if (payload > 0) *out += beast::buffers_to_string(http::make_chunk(net::buffer(first.bytes)));
     writing_ = true;
-    http::async_write_header(stream_, *serializer,
-                             [self = shared_from_this(), head, serializer](beast::error_code ec, std::size_t) {
-                               self->writing_ = false;
-                               if (ec) return self->stream_failed();
-                               self->watch();
-                               std::weak_ptr<Connection> weak = self;
-                               self->body_->attach([weak] {
-                                 if (auto c = weak.lock()) {
-                                   net::post(c->stream_.get_executor(), [c] { c->pump(); });
-                                 }
-                               });
-                             });
+    net::async_write(stream_, net::buffer(*out),
+                     [self = shared_from_this(), out, payload](beast::error_code ec, std::size_t) {
+                       self->writing_ = false;
+                       if (ec) return self->stream_failed();
+                       self->body_->sent(payload);
+                       self->watch();
+                       std::weak_ptr<Connection> weak = self;
+                       // Attaching wakes the pump once: what came meanwhile, and the end.
+                       self->body_->attach([weak] {
+                         if (auto c = weak.lock()) {
+                           net::post(c->stream_.get_executor(), [c] { c->pump(); });
+                         }
+                       });
+                     });
   }
 
   void pump() {

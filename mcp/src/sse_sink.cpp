@@ -18,7 +18,8 @@ struct SinkState {
 };
 
 caf::behavior sse_sink(caf::stateful_actor<SinkState>* self, std::shared_ptr<StreamBody> body,
-                       SinkOptions options) {
+                       SinkOptions options, std::size_t replayed) {
+  self->state.allowance = replayed;
   // Whatever ends this actor ends the connection; after a clean end this does nothing.
   self->attach_functor([body](const caf::error&) { body->abort(); });
   // The client went away (or the response ended): nothing left to do here. Weak, so
@@ -62,8 +63,8 @@ caf::behavior sse_sink(caf::stateful_actor<SinkState>* self, std::shared_ptr<Str
 }  // namespace
 
 caf::actor spawn_sse_sink(caf::actor_system& system, std::shared_ptr<StreamBody> body,
-                          SinkOptions options) {
-  return system.spawn(sse_sink, std::move(body), options);
+                          SinkOptions options, std::size_t replayed) {
+  return system.spawn(sse_sink, std::move(body), options, replayed);
 }
 
 }  // namespace dorm::mcp

@@ -58,9 +58,12 @@ struct SinkClose {};
 // The keep-alive comment.
 inline constexpr const char* kKeepAliveComment = ": keepalive\n\n";
 
-// Spawns a sink for `body` (whose response head the caller sends).
+// Spawns a sink for `body` (whose response head the caller sends). `replayed`: bytes the
+// caller wrote into `body` before sending the head (a priming event, a resume's replay),
+// which leave in one write with the head; like a SinkWrite::replay they are not counted
+// against max_unsent.
 caf::actor spawn_sse_sink(caf::actor_system& system, std::shared_ptr<StreamBody> body,
-                          SinkOptions options = {});
+                          SinkOptions options = {}, std::size_t replayed = 0);
 
 }  // namespace dorm::mcp
 
