@@ -527,6 +527,10 @@ Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& opt
   NamespaceOptions ns;
   ns.idle_timeout = std::chrono::milliseconds(0);  // the idle policy evicts sessions
   ns.storage_cache_bytes = options.storage_cache_bytes;
+  // Streams and their events are written once per call and read back only by a resume or
+  // their expiry: kept in the cache, they filled it within seconds under load and pushed
+  // out what every call reads, and a call's cost grew with the session's age.
+  ns.uncached_prefixes = {std::string(session_keys::kEvents), std::string(session_keys::kStreams)};
   return runtime.register_namespace(
       kMcpSessionNamespace, [&options] { return std::make_unique<McpSession>(options); }, ns);
 }

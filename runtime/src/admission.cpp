@@ -53,7 +53,7 @@ detail::Activation* Runtime::Impl::spawn_locked(detail::Directory::Shard& shard,
   // Spawned under the shard lock: a second sender for the same id finds this activation,
   // never a second one. Its messages queue until on_start has run.
   act->actor = system->spawn<detail::ObjectHost>(this, act, std::move(object), reason, epoch,
-                                                 ns->options, cause);
+                                                 ns->options, &ns->cache_uncached, cause);
   auto* raw = act.get();
   if (options.resident_budget > 0) lru.push_front(raw);
   shard.live.insert(std::move(act));

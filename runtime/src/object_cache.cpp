@@ -36,11 +36,26 @@ bool ObjectCache::relative_bounds(const storage::ScanOptions::Bounds& bounds, st
   return end && *bounds.upper == *end;
 }
 
+bool ObjectCache::uncached(std::string_view key) const {
+  if (!uncached_) return false;
+  return std::any_of(uncached_->begin(), uncached_->end(),
+                     [key](const std::string& prefix) { return key.starts_with(prefix); });
+}
+
+bool ObjectCache::reaches_uncached(const std::string& lower, const End& upper) const {
+  if (!uncached_) return false;
+  return std::any_of(uncached_->begin(), uncached_->end(), [&](const std::string& prefix) {
+    // [prefix, its successor) and [lower, upper) overlap.
+    auto end = storage::ScanOptions::prefix_successor(prefix);
+    return (!end || lower < *end) && (!upper || prefix < *upper);
+  });
+}
+
 // ---- reads ----
 
 Result<std::optional<std::string>> ObjectCache::get(const std::string& key) {
   auto rel = enabled() ? relative(key) : std::nullopt;
-  if (!rel) return backend_.get(key);
+  if (!rel || uncached(*rel)) return backend_.get(key);
   if (auto ok = prefetch(); !ok) return std::move(ok).error();
   if (auto it = slots_.find(*rel); it != slots_.end()) {
     it->second.used = ++clock_;
@@ -63,7 +78,7 @@ Result<std::vector<storage::KeyValue>> ObjectCache::scan(const storage::ScanOpti
   End upper;
   if (!relative_bounds(bounds, lower, upper)) return backend_.scan(options);
   if (auto ok = prefetch(); !ok) return std::move(ok).error();
-  if (covered(lower, upper)) return from_memory(options, lower, upper);
+  if (!reaches_uncached(lower, upper) && covered(lower, upper)) return from_memory(options, lower, upper);
   auto rows = backend_.scan(options);
   if (!rows) return rows;
   learn_scan(options, *rows, lower, upper);
@@ -122,12 +137,15 @@ void ObjectCache::learn_scan(const storage::ScanOptions& options,
       add_complete(lower, last + '\0');  // the smallest key after `last`
     }
   }
-  for (const auto& kv : rows) remember(kv.key.substr(root_.size()), kv.value);
+  for (const auto& kv : rows) {
+    auto rel = kv.key.substr(root_.size());
+    if (!uncached(rel)) remember(rel, kv.value);
+  }
 }
 
 bool ObjectCache::known_absent(std::string_view key) const {
   auto rel = enabled() ? relative(key) : std::nullopt;
-  if (!rel) return false;
+  if (!rel || uncached(*rel)) return false;
   if (auto it = slots_.find(*rel); it != slots_.end()) return !it->second.value;
   return in_complete(*rel);
 }
@@ -139,10 +157,10 @@ void ObjectCache::apply(const storage::WriteBatch& batch) {
   for (const auto op : batch) {
     switch (op.kind) {
       case storage::WriteBatch::Kind::put:
-        if (auto rel = relative(op.key)) remember(*rel, std::string(op.value));
+        if (auto rel = relative(op.key); rel && !uncached(*rel)) remember(*rel, std::string(op.value));
         break;
       case storage::WriteBatch::Kind::del:
-        if (auto rel = relative(op.key)) {
+        if (auto rel = relative(op.key); rel && !uncached(*rel)) {
           if (!in_complete(*rel)) {
             remember(*rel, std::nullopt);
           } else if (auto it = slots_.find(*rel); it != slots_.end()) {
@@ -241,6 +259,7 @@ void ObjectCache::trim() {
 // ---- complete ranges ----
 
 bool ObjectCache::in_complete(const std::string& key) const {
+  if (uncached(key)) return false;
   if (whole_) return true;
   auto it = complete_.upper_bound(key);
   if (it == complete_.begin()) return false;

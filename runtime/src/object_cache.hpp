@@ -27,7 +27,10 @@
 // the backend.
 //
 // Keys outside the object's prefix (index entries) are never cached: other objects write
-// those. Single-threaded, like the activation that owns it.
+// those. Neither are keys under the uncached prefixes the owner names (data written once
+// and rarely read, NamespaceOptions::uncached_prefixes): a complete range says nothing
+// about them, so reads and listings that reach one go to the backend. Single-threaded,
+// like the activation that owns it.
 #pragma once
 
 #include <cstddef>
@@ -55,9 +58,11 @@ class ObjectCache {
   // and a larger one pays one short scan once.
   static constexpr std::size_t kPrefetchEntries = 16;
 
-  // Caches the keys beginning with `root` (every key when empty) of `backend`.
-  ObjectCache(storage::Backend& backend, std::string root, std::size_t max_bytes)
-      : backend_(backend), root_(std::move(root)), max_bytes_(max_bytes) {}
+  // Caches the keys beginning with `root` (every key when empty) of `backend`, except those
+  // beginning with root + one of `uncached` (which must outlive the cache; null: none).
+  ObjectCache(storage::Backend& backend, std::string root, std::size_t max_bytes,
+              const std::vector<std::string>* uncached = nullptr)
+      : backend_(backend), root_(std::move(root)), max_bytes_(max_bytes), uncached_(uncached) {}
 
   // As Backend::get and Backend::scan, answered from memory where the cache can.
   Result<std::optional<std::string>> get(const std::string& key);
@@ -89,6 +94,9 @@ class ObjectCache {
   // The relative [lower, upper) of a scan, if it lies inside the object's keys.
   bool relative_bounds(const storage::ScanOptions::Bounds& bounds, std::string& lower,
                        End& upper) const;
+  // Whether a relative key lies under an uncached prefix; whether [lower, upper) reaches one.
+  bool uncached(std::string_view key) const;
+  bool reaches_uncached(const std::string& lower, const End& upper) const;
   Result<void> prefetch();
   std::vector<storage::KeyValue> from_memory(const storage::ScanOptions& options,
                                              const std::string& lower, const End& upper);
@@ -111,6 +119,7 @@ class ObjectCache {
   storage::Backend& backend_;
   std::string root_;
   std::size_t max_bytes_;
+  const std::vector<std::string>* uncached_;  // relative to root_
   std::size_t bytes_ = 0;
   std::uint64_t clock_ = 0;  // stamps Slot::used
   bool prefetched_ = false;

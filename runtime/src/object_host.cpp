@@ -25,13 +25,14 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime::Impl* impl,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
                        const NamespaceOptions& ns_options,
+                       const std::vector<std::string>* cache_uncached,
                        std::optional<trace::TraceContext> cause)
     : caf::event_based_actor(cfg),
       impl_(impl),
       activation_(std::move(activation)),
       object_(std::move(object)),
       storage_(impl->backend, impl->options.limits, activation_->id, epoch,
-               ns_options.storage_cache_bytes),
+               ns_options.storage_cache_bytes, cache_uncached),
       idle_timeout_(ns_options.idle_timeout),
       start_reason_(reason) {
   if (cause) extras().trace = std::move(cause);

@@ -18,8 +18,14 @@ Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
 }  // namespace
 
 ObjectStorage::ObjectStorage(storage::Backend& backend, const StorageLimits& limits,
-                             const ObjectId& id, Epoch epoch, std::size_t cache_bytes)
-    : backend_(backend), limits_(limits), id_(id), epoch_(epoch), cache_bytes_(cache_bytes) {}
+                             const ObjectId& id, Epoch epoch, std::size_t cache_bytes,
+                             const std::vector<std::string>* uncached)
+    : backend_(backend),
+      limits_(limits),
+      id_(id),
+      epoch_(epoch),
+      cache_bytes_(cache_bytes),
+      uncached_(uncached) {}
 
 ObjectStorage::~ObjectStorage() { end_turn(); }
 
@@ -29,7 +35,7 @@ TurnScratch& ObjectStorage::turn() {
 }
 
 TurnBatch& ObjectStorage::reading() {
-  if (!cache_) cache_ = std::make_unique<ObjectCache>(backend_, root(), cache_bytes_);
+  if (!cache_) cache_ = std::make_unique<ObjectCache>(backend_, root(), cache_bytes_, uncached_);
   auto& batch = turn().batch;
   batch.bind(cache_.get());
   return batch;

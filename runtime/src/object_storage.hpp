@@ -46,8 +46,11 @@ class ObjectStorage {
  public:
   // `cache_bytes`: the bound of the object's cache (0: none, every read goes to `backend`).
   // `id` must outlive this (the host passes its Activation's).
+  // `uncached`: the cache's uncached prefixes, relative to the object's prefix (they must
+  // outlive this; null: none).
   ObjectStorage(storage::Backend& backend, const StorageLimits& limits, const ObjectId& id,
-                Epoch epoch, std::size_t cache_bytes);
+                Epoch epoch, std::size_t cache_bytes,
+                const std::vector<std::string>* uncached = nullptr);
   ~ObjectStorage();
   ObjectStorage(const ObjectStorage&) = delete;
   ObjectStorage& operator=(const ObjectStorage&) = delete;
@@ -123,6 +126,7 @@ class ObjectStorage {
   const ObjectId& id_;
   Epoch epoch_;
   std::size_t cache_bytes_;
+  const std::vector<std::string>* uncached_;
   std::unique_ptr<ObjectCache> cache_;  // the committed state of the keys under root()
   std::unique_ptr<TurnScratch> turn_;   // during a turn only
   std::uint64_t alarm_sequence_ = 0;

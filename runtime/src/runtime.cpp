@@ -17,6 +17,10 @@
 namespace dorm {
 namespace {
 
+// Bounds of NamespaceOptions::uncached_prefixes: every cached read tests each of them.
+constexpr std::size_t kMaxUncachedPrefixes = 8;
+constexpr std::size_t kMaxUncachedPrefixBytes = 256;
+
 const std::string kSecretKey = keys::meta(keys::kMetaIdSecret);
 const std::string kGenerationKey = keys::meta(keys::kMetaGeneration);
 const std::string kCleanShutdownKey = keys::meta(keys::kMetaCleanShutdown);
@@ -204,8 +208,25 @@ Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory fact
     return Error{ErrorCode::invalid_argument,
                  "invalid namespace name '" + std::string(ns) + "': use 1-64 of [a-z0-9._-]"};
   }
+  if (options.uncached_prefixes.size() > kMaxUncachedPrefixes) {
+    return Error{ErrorCode::invalid_argument,
+                 "namespace '" + std::string(ns) + "': at most " +
+                     std::to_string(kMaxUncachedPrefixes) + " uncached prefixes"};
+  }
+  std::vector<std::string> cache_uncached;
+  for (const auto& prefix : options.uncached_prefixes) {
+    if (prefix.empty() || prefix.size() > kMaxUncachedPrefixBytes) {
+      return Error{ErrorCode::invalid_argument,
+                   "namespace '" + std::string(ns) + "': an uncached prefix must be 1 to " +
+                       std::to_string(kMaxUncachedPrefixBytes) +
+                       " bytes (storage_cache_bytes = 0 turns the cache off)"};
+    }
+    cache_uncached.push_back(keys::kObjectData + prefix);
+  }
   std::unique_lock lock(impl_->namespaces_mutex);
-  if (!impl_->namespaces.emplace(std::string(ns), Impl::Namespace{std::move(factory), options})
+  if (!impl_->namespaces
+           .emplace(std::string(ns),
+                    Impl::Namespace{std::move(factory), options, std::move(cache_uncached)})
            .second) {
     return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
   }

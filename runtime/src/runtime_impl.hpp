@@ -142,6 +142,8 @@ struct Runtime::Impl {
   struct Namespace {
     ObjectFactory factory;
     NamespaceOptions options;
+    // options.uncached_prefixes as the storage cache sees them (under the object's data).
+    std::vector<std::string> cache_uncached;
   };
   std::map<std::string, Namespace, std::less<>> namespaces;
   bool stopped = false;  // shutdown() or crash() ran

@@ -101,6 +101,9 @@ struct CacheFixture : RuntimeFixture {
     NamespaceOptions small;
     small.storage_cache_bytes = 4 * 1024;  // a few entries: evictions all the time
     REQUIRE(runtime->register_namespace("small", [] { return std::make_unique<Scripted>(); }, small).ok());
+    NamespaceOptions partly;  // a family and a single key never cached
+    partly.uncached_prefixes = {"b/x/", "c"};
+    REQUIRE(runtime->register_namespace("partly", [] { return std::make_unique<Scripted>(); }, partly).ok());
     NamespaceOptions plain;
     plain.storage_cache_bytes = 0;
     REQUIRE(runtime->register_namespace("plain", [] { return std::make_unique<Scripted>(); }, plain).ok());
@@ -212,6 +215,80 @@ TEST_CASE("storage cache: eviction and reset drop the cache; the next activation
   f.expected_active = 1;
 }
 
+TEST_CASE("storage cache: keys under an uncached prefix are read from the store every time and never held") {
+  CacheFixture f;
+  auto h = f.handle("partly", "o");
+  CHECK(f.run(h, {"p b/1 a", "p b/x/1 b", "p c c0"}) == ";;;");
+  auto counters = [&] { return f.faulty.counters(); };
+  CHECK(f.run(h, {"l b/ ~ ~ f 0", "g b/1"}) == "b/1=a,b/x/1=b,;a;");
+  auto first = counters();
+  // The rest of the object is served from memory...
+  CHECK(f.run(h, {"g b/1", "g b/2", "l b/1 ~ ~ f 0"}) == "a;~;b/1=a,;");
+  CHECK(counters().reads == first.reads);
+  // ...and every read that reaches an uncached key goes to the store, each time: a point
+  // read, a listing of the family, and a listing around it.
+  for (int i = 0; i < 3; ++i) {
+    auto before = counters();
+    CHECK(f.run(h, {"g c"}) == "c0;");
+    CHECK(counters().reads == before.reads + 1);
+    before = counters();
+    CHECK(f.run(h, {"l b/x/ ~ ~ f 0"}) == "b/x/1=b,;");
+    CHECK(f.run(h, {"l b/ ~ ~ f 0"}) == "b/1=a,b/x/1=b,;");
+    CHECK(counters().scans == before.scans + 2);
+  }
+  // Its own writes there are not kept either: the store answers, with what it holds.
+  CHECK(f.run(h, {"p c c1", "p b/x/2 d"}) == ";;");
+  auto before = counters();
+  CHECK(f.run(h, {"g c", "l b/x/ ~ ~ f 0"}) == "c1;b/x/1=b,b/x/2=d,;");
+  CHECK(counters().reads == before.reads + 2);
+  f.expected_active = 1;
+}
+
+TEST_CASE("storage cache: writes under an uncached prefix leave the cache's size unchanged") {
+  storage::MemoryBackend backend;
+  const std::vector<std::string> uncached = {"e/"};
+  ObjectCache cache(backend, "o/", 1024 * 1024, &uncached);
+  storage::WriteBatch first;
+  first.put("o/k", "v");
+  REQUIRE(backend.commit(first).ok());
+  cache.apply(first);
+  REQUIRE(cache.get("o/k").value_or_throw() == std::optional<std::string>("v"));
+  const auto bytes = cache.bytes();
+  const auto entries = cache.entries();
+  for (int i = 0; i < 1000; ++i) {
+    storage::WriteBatch b;
+    b.put(dorm::testing::numbered("o/e/", i), std::string(200, 'x'));
+    REQUIRE(backend.commit(b).ok());
+    cache.apply(b);
+  }
+  CHECK(cache.bytes() == bytes);
+  CHECK(cache.entries() == entries);
+  // Still answered, from the store, and not taken into memory by the reads either.
+  CHECK(cache.get(dorm::testing::numbered("o/e/", 7)).value_or_throw() == std::optional<std::string>(std::string(200, 'x')));
+  CHECK(cache.scan(storage::ScanOptions::with_prefix("o/e/")).value_or_throw().size() == 1000);
+  CHECK(cache.bytes() == bytes);
+  CHECK(cache.entries() == entries);
+  CHECK_FALSE(cache.known_absent("o/e/nothing"));
+}
+
+TEST_CASE("storage cache: uncached prefixes are checked when the namespace is registered") {
+  RuntimeFixture f;
+  auto factory = [] { return std::make_unique<Scripted>(); };
+  NamespaceOptions empty;
+  empty.uncached_prefixes = {"e/", ""};
+  auto refused = f.runtime->register_namespace("empty", factory, empty);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::invalid_argument);
+  CHECK(refused.error().message.find("uncached prefix") != std::string::npos);
+  NamespaceOptions many;
+  for (int i = 0; i < 9; ++i) many.uncached_prefixes.push_back(std::to_string(i) + "/");
+  CHECK(f.runtime->register_namespace("many", factory, many).error().code == ErrorCode::invalid_argument);
+  // Nothing was registered: the names are free.
+  many.uncached_prefixes.resize(8);
+  CHECK(f.runtime->register_namespace("many", factory, many).ok());
+  CHECK(f.runtime->register_namespace("empty", factory, NamespaceOptions{}).ok());
+}
+
 namespace {
 
 // Random scripts over a small set of keys, so that turns meet each other's writes.
@@ -267,7 +344,7 @@ TEST_CASE("storage cache: over random turns, failed commits, resets and eviction
     ScriptMaker maker(seed, f.clock.now_ms() + 86'400'000);
     std::mt19937_64 faults(seed);
     auto reference = f.handle("plain", "o");
-    const ObjectHandle subjects[] = {f.handle("cached", "o"), f.handle("small", "o")};
+    const ObjectHandle subjects[] = {f.handle("cached", "o"), f.handle("small", "o"), f.handle("partly", "o")};
     int resets = 0, evictions = 0;
     for (int step = 0; step < 250; ++step) {
       CAPTURE(step);
@@ -298,6 +375,6 @@ TEST_CASE("storage cache: over random turns, failed commits, resets and eviction
     }
     CHECK(resets > 10);
     CHECK(evictions > 10);
-    for (const auto& h : {reference, subjects[0], subjects[1]}) f.run(h, {"e"});
+    for (const auto& h : {reference, subjects[0], subjects[1], subjects[2]}) f.run(h, {"e"});
   }
 }

@@ -105,6 +105,12 @@ struct NamespaceOptions {
   // by the object's own commits, until the activation ends (docs/runtime.md#storage-cache).
   // Resident objects x this bound is the most the caches may hold together.
   std::size_t storage_cache_bytes = 1024 * 1024;
+  // Key prefixes (of the object's own keys) the storage cache never holds: reads and
+  // listings under them always go to the backend, and writes there are not kept. For data
+  // written once and rarely read back, such as an event log kept for resumes: cached, it
+  // would fill the bound with history and push out the keys every turn reads, and the
+  // cost of a turn would grow with the object's age. At most 8, each 1 to 256 bytes.
+  std::vector<std::string> uncached_prefixes;
 };
 
 using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;
