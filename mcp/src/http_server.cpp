@@ -4,6 +4,7 @@
 #include "dorm/runtime/log.hpp"
 
 
+#include <array>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -539,6 +540,9 @@ struct HttpServer::Impl {
   std::uint64_t accept_failures = 0;  // since the last accept_failed line
   std::chrono::steady_clock::time_point last_accept_log{};
   beast::file reserve_fd;  // held so a connection can be refused at the fd limit
+  // Connections refused over max_connections since the last connection_limit line.
+  std::uint64_t refused_over_limit = 0;
+  std::chrono::steady_clock::time_point last_limit_log{};
 
   // Closes the listening socket; on the acceptor's strand.
   void close_acceptor() {
@@ -577,11 +581,57 @@ struct HttpServer::Impl {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       // A connection accepted just before the listener closed is served all the same:
       // dropping it would reset a client the kernel already took.
-      if (!ec) std::make_shared<Connection>(std::move(socket), state)->start();
+      if (!ec) admit(std::move(socket));
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (ec) return accept_failed(ec);
       accept();
     });
+  }
+
+  // On the acceptor's strand: serves the connection, or refuses it over the limit.
+  void admit(tcp::socket socket) {
+    std::size_t open = 0;
+    {
+      std::lock_guard lock(state->connections_mutex);
+      open = state->connections.size();
+    }
+    const std::size_t limit = state->options.max_connections;
+    if (limit == 0 || open < limit) {
+      std::make_shared<Connection>(std::move(socket), state)->start();
+      return;
+    }
+    ++refused_over_limit;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_limit_log >= kAcceptLogInterval) {
+      log::warn("connection_limit", {{"open", static_cast<std::int64_t>(open)},
+                                     {"limit", static_cast<std::int64_t>(limit)},
+                                     {"refused", static_cast<std::int64_t>(refused_over_limit)}});
+      refused_over_limit = 0;
+      last_limit_log = now;
+    }
+    refuse(socket, "The server has " + std::to_string(open) +
+                       " connections open, its limit; try again.\n");
+  }
+
+  // Answers a fresh connection 503 with `Connection: close` and closes it. A fresh
+  // socket's send buffer takes the few bytes whole, so the blocking write cannot wait.
+  static void refuse(tcp::socket& socket, std::string why) {
+    beast::error_code ec;
+    http::response<http::string_body> res{http::status::service_unavailable, 11};
+    res.set(http::field::server, "dorm");
+    res.set(http::field::content_type, "text/plain");
+    res.set(http::field::retry_after, "1");
+    res.keep_alive(false);
+    res.body() = std::move(why);
+    res.prepare_payload();
+    http::write(socket, res, ec);
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    // Unread request bytes would turn the close into a reset, which can discard the answer
+    // at the client before it reads it: take what has arrived (a request's head, bounded).
+    socket.non_blocking(true, ec);
+    std::array<char, 4096> unread;
+    for (int i = 0; i < 16 && !ec; ++i) socket.read_some(net::buffer(unread), ec);
+    socket.close(ec);
   }
 
   // On the acceptor's strand. At the fd limit the connection stays queued and every retry
@@ -612,14 +662,7 @@ struct HttpServer::Impl {
     if (acceptor.non_blocking(true, ec); !ec) {
       tcp::socket socket{ioc};
       if (acceptor.accept(socket, ec); !ec) {
-        http::response<http::string_body> res{http::status::service_unavailable, 11};
-        res.set(http::field::content_type, "text/plain");
-        res.set(http::field::retry_after, "1");
-        res.keep_alive(false);
-        res.body() = "The server has no file descriptor left for this connection; try again.\n";
-        res.prepare_payload();
-        http::write(socket, res, ec);  // a fresh socket's send buffer takes it whole
-        socket.close(ec);
+        refuse(socket, "The server has no file descriptor left for this connection; try again.\n");
       }
     }
     reopen_reserve();

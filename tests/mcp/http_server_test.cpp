@@ -493,6 +493,57 @@ TEST_CASE("http server: at the fd limit a new connection is answered 503, the ac
   CHECK(failed == 1);
 }
 
+TEST_CASE("http server: over max_connections a new connection is answered 503 and closed; the open ones are served, and a freed place is taken again") {
+  HttpServer::Options options;
+  options.max_connections = 2;
+  auto server = start_on_free_port(options);
+  std::uint16_t port = server->local_address().port;
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+
+  // Two kept-alive connections, each answered once (so both are open at the server).
+  auto first = std::make_unique<Client>(port);
+  Client second(port);
+  REQUIRE(first->send(http::verb::get, "/healthz").result() == http::status::ok);
+  REQUIRE(second.send(http::verb::get, "/healthz").result() == http::status::ok);
+  for (int i = 0; i < 3; ++i) {
+    Client over(port);
+    http::request<http::string_body> req{http::verb::get, "/healthz", 11};
+    req.set(http::field::host, "127.0.0.1");
+    over.send_only(req);
+    auto refused = over.read_within(std::chrono::seconds(10));
+    REQUIRE(refused);
+    CHECK(refused->result() == http::status::service_unavailable);
+    CHECK_FALSE(refused->keep_alive());
+    CHECK((*refused)[http::field::retry_after] == "1");
+    CHECK(refused->body().find("limit") != std::string::npos);
+    CHECK(over.closed_by_server(std::chrono::seconds(10)));
+  }
+  // The open ones go on as before.
+  CHECK(first->send(http::verb::get, "/healthz").result() == http::status::ok);
+  CHECK(second.send(http::verb::get, "/healthz").result() == http::status::ok);
+
+  // One closes; its place is free once the server has seen the close (asynchronously, so
+  // a new connection may be refused a few times first; bounded).
+  first.reset();
+  bool served = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!served && std::chrono::steady_clock::now() < deadline) {
+    Client next(port);
+    served = next.send(http::verb::get, "/healthz").result() == http::status::ok;
+  }
+  CHECK(served);
+  // Logged, with the limit (at most a line a second, however many are refused).
+  std::vector<std::string> lines;
+  for (const auto& line : sink->last_formatted()) {
+    if (line.find("connection_limit") != std::string::npos) lines.push_back(line);
+  }
+  spdlog::set_default_logger(previous);
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.front().find("limit=2") != std::string::npos);
+}
+
 TEST_CASE("http server: an unresolvable host is a clear error") {
   HttpServer::Options options;
   options.listen = {"no-such-host.invalid", 0};

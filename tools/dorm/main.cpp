@@ -98,6 +98,11 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
                  "Seconds the stop may take after the drain before the process exits regardless")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  cmd.add_option("--max-connections", serve.max_connections,
+                 "Open HTTP connections at most, streams included; one more is answered 503 "
+                 "with Retry-After and closed (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1'000'000));
   cmd.add_flag("--reuse-port", serve.reuse_port,
                "Bind with SO_REUSEPORT, so a successor can bind the same port while this "
                "server drains (rolling deploys)");

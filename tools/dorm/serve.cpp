@@ -1,6 +1,7 @@
 #include "serve.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -228,6 +229,28 @@ bool open_tracer(const ServeOptions& options, std::unique_ptr<trace::OtlpJsonFil
   return true;
 }
 
+// Every connection holds a descriptor, and a Linux service usually starts with a soft
+// limit of 1,024 under a far higher hard one: raise the soft limit to the hard one, and
+// say so when even that leaves too few for the connection limit (the rest then fail at
+// accept, answered 503 by the listener's reserve descriptor).
+void raise_descriptor_limit(std::size_t max_connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  // Storage, engine workers, the log and the listener need some of their own.
+  constexpr rlim_t kOwnDescriptors = 1024;
+  if (max_connections > 0 && limit.rlim_cur < max_connections + kOwnDescriptors) {
+    log::warn("descriptor_limit_low",
+              {{"limit", static_cast<std::int64_t>(limit.rlim_cur)},
+               {"max_connections", static_cast<std::int64_t>(max_connections)},
+               {"hint", "raise the hard limit (ulimit -Hn, LimitNOFILE=) or lower --max-connections"}});
+  }
+}
+
 // 1. Bind: /healthz answers while storage opens, /mcp requests wait, and a port conflict
 //    is reported before any storage work. Null (logged) when the address cannot be bound.
 std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
@@ -237,6 +260,8 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
   http.listen = listen;
   http.io_threads = options.http_threads;
   http.reuse_port = options.reuse_port;
+  http.max_connections = options.max_connections;
+  raise_descriptor_limit(options.max_connections);
   // Who is calling is checked before a body is read, from the first request on (policy
   // and tokens outlive the server: they are declared before it).
   http.check_head = [policy](const mcp::HttpRequest& head) {

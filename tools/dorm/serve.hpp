@@ -25,6 +25,8 @@ struct ServeOptions {
   std::chrono::milliseconds shutdown_grace{5'000};
   // SO_REUSEPORT, so a successor can bind the port while this server drains.
   bool reuse_port = false;
+  // Open HTTP connections at most, streams included; one more gets 503 (0: no limit).
+  std::size_t max_connections = 10'000;
   // Where finished spans go, one OTLP JSON line each; empty = no tracing.
   std::string trace_file;
   // Fixture tool sets to register (see dorm/actors/fixtures.hpp).

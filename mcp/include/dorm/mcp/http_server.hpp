@@ -157,6 +157,11 @@ class HttpServer {
     // same port while this server is still running (a rolling deploy); the kernel spreads
     // new connections over both until this one drains (see begin_drain).
     bool reuse_port = false;
+    // Open connections at most (streams included). One more is accepted, answered 503
+    // with Retry-After and `Connection: close`, and closed, so a flood of idle connections
+    // costs bounded memory and descriptors and a client over the limit learns it at once.
+    // 0: no limit (the descriptor limit still applies: see accept_failed).
+    std::size_t max_connections = 10'000;
   };
 
   // Resolves and binds options.listen (with SO_REUSEADDR, so a restart right after a
