@@ -617,13 +617,8 @@ struct HttpServer::Impl {
   // socket's send buffer takes the few bytes whole, so the blocking write cannot wait.
   static void refuse(tcp::socket& socket, std::string why) {
     beast::error_code ec;
-    http::response<http::string_body> res{http::status::service_unavailable, 11};
-    res.set(http::field::server, "dorm");
-    res.set(http::field::content_type, "text/plain");
+    auto res = plain_response(11, false, http::status::service_unavailable, std::move(why));
     res.set(http::field::retry_after, "1");
-    res.keep_alive(false);
-    res.body() = std::move(why);
-    res.prepare_payload();
     http::write(socket, res, ec);
     socket.shutdown(tcp::socket::shutdown_send, ec);
     // Unread request bytes would turn the close into a reset, which can discard the answer
