@@ -130,7 +130,7 @@ TEST_CASE("access token: every refusal of the table") {
     CHECK(check(ec_token.substr(0, ec_token.rfind('.') + 1) + TestKey::b64("short")) == K::bad_signature);
   }
   SUBCASE("a required scope missing") {
-    CHECK(check(rsa.sign(claims())) != K::insufficient_scope);
+    CHECK(std::holds_alternative<AccessClaims>(check_access_token(rsa.sign(claims()), keys, rules({"mcp"}), kNowPoint)));
     CHECK(check(rsa.sign(claims()), {"mcp", "admin"}) == K::insufficient_scope);
   }
   SUBCASE("scopes in scp (an array) count too") {
