@@ -135,6 +135,23 @@ void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond)
     return respond(mcp::HttpResponse{405, {{"Allow", "GET, POST"}}, "method not allowed\n"});
   }
   ApprovalCredential credential;
+  if (auto authorization = request.header("authorization"); authorization && oauth_ != nullptr) {
+    // An OAuth token may need the authorization server's keys fetched: asynchronous.
+    auto token = mcp::bearer_token(*authorization).value_or(std::string_view());
+    oauth_->authenticate(token, [this, id, action, respond](mcp::AuthVerdict verdict) {
+      if (auto* refusal = std::get_if<mcp::Rejection>(&verdict)) {
+        auto response = problem(refusal->http_status, "The bearer token is not accepted.");
+        for (const auto& [name, value] : refusal->headers) {
+          if (name == "WWW-Authenticate" || name == "Retry-After") response.headers.emplace_back(name, value);
+        }
+        return respond(std::move(response));
+      }
+      ApprovalCredential bearer;
+      bearer.bearer = std::get<mcp::Identity>(std::move(verdict));
+      answer(id, action, std::move(bearer), respond);
+    });
+    return;
+  }
   if (auto authorization = request.header("authorization")) {
     auto identity = bearer_identity(*authorization);
     if (auto* refusal = std::get_if<mcp::HttpResponse>(&identity)) return respond(std::move(*refusal));
@@ -144,6 +161,11 @@ void ApprovalPage::handle(const mcp::HttpRequest& request, mcp::Respond respond)
   } else {
     credential.token = std::move(*token);
   }
+  answer(std::move(id), std::move(action), std::move(credential), std::move(respond));
+}
+
+void ApprovalPage::answer(std::string id, std::string action, ApprovalCredential credential,
+                          mcp::Respond respond) const {
   auto directory = runtime_.get(runtime_.id_from_name(kExecutionOwnerNamespace, id));
   if (!directory) return respond(problem(500, "The directory is unavailable."));
   Runtime& runtime = runtime_;

@@ -1,5 +1,9 @@
 #include "dorm/mcp/endpoint.hpp"
 
+#include <boost/url/parse.hpp>
+#include <boost/url/parse_query.hpp>
+
+#include <memory>
 #include <variant>
 
 #include "dorm/mcp/session_id.hpp"
@@ -36,12 +40,60 @@ RequestFacts facts_of(const HttpRequest& request) {
   return facts;
 }
 
+// The target's query has an `access_token` parameter (RFC 6750 §2.3), which no mode reads:
+// a URL ends up in logs, proxies and browser history.
+bool token_in_query(std::string_view target) {
+  auto query_at = target.find('?');
+  if (query_at == std::string_view::npos) return false;
+  auto params = boost::urls::parse_query(target.substr(query_at + 1));
+  if (!params) return false;
+  for (auto param : *params) {
+    if (param.key.decode() == "access_token") return true;
+  }
+  return false;
+}
+
+HttpResponse refuse_token_in_query() {
+  auto res = json_error(400, kTransportError,
+                        "Bad Request: a token in the URL is refused; send Authorization: Bearer <token>");
+  res.headers.emplace_back("WWW-Authenticate", R"(Bearer error="invalid_request")");
+  return res;
+}
+
+// The bearer token of a request for OAuth: nullopt when there is no Authorization header;
+// an empty token (refused as malformed) when the header is not one in the Bearer scheme.
+std::optional<std::string_view> oauth_token(const HttpRequest& request) {
+  auto authorization = request.header("authorization");
+  if (!authorization) return std::nullopt;
+  return bearer_token(*authorization).value_or(std::string_view());
+}
+
 }  // namespace
 
-std::optional<HttpResponse> refuse_caller(const HttpRequest& head, const CheckPolicy& policy) {
+std::optional<HttpResponse> refuse_caller(const HttpRequest& head, const CheckPolicy& policy,
+                                          const OAuthResource* oauth) {
+  if (token_in_query(head.target)) return refuse_token_in_query();
   auto checked = check_caller(facts_of(head), policy);
   if (auto* rejection = std::get_if<Rejection>(&checked)) return to_response(*rejection);
+  if (oauth != nullptr) {
+    auto verdict = oauth->authenticate_cached(oauth_token(head));
+    if (verdict) {
+      if (auto* rejection = std::get_if<Rejection>(&*verdict)) return to_response(*rejection);
+    }
+  }
   return std::nullopt;
+}
+
+HttpResponse protected_resource_metadata(const OAuthResource& oauth, const HttpRequest& request) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    return HttpResponse{405, {{"Allow", "GET, HEAD"}, {"Content-Type", "text/plain; charset=utf-8"}},
+                        "method not allowed\n"};
+  }
+  return HttpResponse{200,
+                      {{"Content-Type", "application/json"},
+                       {"Access-Control-Allow-Origin", "*"},
+                       {"Cache-Control", "max-age=300"}},
+                      oauth.metadata_json()};
 }
 
 HttpResponse to_response(const Rejection& rejection) {
@@ -65,6 +117,22 @@ McpEndpoint::McpEndpoint(Runtime& runtime, Options options)
     : runtime_(runtime), options_(std::move(options)) {}
 
 void McpEndpoint::handle(HttpRequest request, Respond respond) const {
+  if (token_in_query(request.target)) return respond(refuse_token_in_query());
+  if (options_.oauth == nullptr) return serve(std::move(request), std::nullopt, std::move(respond));
+  // The rows of check_caller that need no token first (policy.tokens is null), then the
+  // token, whose check may wait for the authorization server's keys.
+  auto checked = check_caller(facts_of(request), options_.policy);
+  if (auto* rejection = std::get_if<Rejection>(&checked)) return respond(to_response(*rejection));
+  auto held = std::make_shared<HttpRequest>(std::move(request));
+  auto token = oauth_token(*held);
+  options_.oauth->authenticate(token, [this, held, respond = std::move(respond)](AuthVerdict verdict) mutable {
+    if (auto* rejection = std::get_if<Rejection>(&verdict)) return respond(to_response(*rejection));
+    serve(std::move(*held), std::get<Identity>(std::move(verdict)), std::move(respond));
+  });
+}
+
+void McpEndpoint::serve(HttpRequest request, std::optional<Identity> authenticated,
+                        Respond respond) const {
   // check_request repeats refuse_caller's checks (HttpServer ran them before the body):
   // the handler stays safe when given a request no head check has seen.
   RequestFacts facts = facts_of(request);
@@ -81,7 +149,7 @@ void McpEndpoint::handle(HttpRequest request, Respond respond) const {
   if (auto* rejection = std::get_if<Rejection>(&checked)) return respond(to_response(*rejection));
 
   SessionCall call;
-  call.caller = std::get<Identity>(std::move(checked));
+  call.caller = authenticated ? std::move(*authenticated) : std::get<Identity>(std::move(checked));
   if (facts.protocol_version) call.protocol_version = std::string(*facts.protocol_version);
   if (request.method == "POST") {
     if (auto* failure = std::get_if<ParseFailure>(&*body)) {

@@ -67,6 +67,30 @@ struct ServeCommandLine {
   double shutdown_grace_s = 5;
 };
 
+// Who may call: the authentication mode and OAuth's settings (docs/auth.md).
+void add_serve_oauth_options(CLI::App& cmd, dorm::tools::ServeOptions& serve) {
+  cmd.add_option("--auth", serve.auth,
+                 "tokens (--auth-tokens FILE), oauth (access tokens of --oauth-issuer) or none "
+                 "(one local user; loopback --listen only). Default: tokens with "
+                 "--auth-tokens, else none")
+      ->check(CLI::IsMember({"tokens", "oauth", "none"}));
+  cmd.add_option("--oauth-issuer", serve.oauth_issuer,
+                 "The OAuth authorization server's issuer URL; its metadata names its keys");
+  cmd.add_option("--oauth-audience", serve.oauth_audience,
+                 "This server's resource URI, which every token's aud must contain "
+                 "(default http://<bound address>/mcp)");
+  cmd.add_option("--oauth-scopes", serve.oauth_scopes,
+                 "Scopes every token must grant (comma-separated)")
+      ->delimiter(',');
+  cmd.add_option("--oauth-min-key-refresh", serve.oauth_min_key_refresh_ms,
+                 "Milliseconds between JWKS fetches caused by unknown key ids")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86'400'000));
+  cmd.add_flag("--oauth-allow-http", serve.oauth_allow_http,
+               "Fetch the authorization server's metadata and keys over plain http:// from "
+               "hosts that are not loopback (loopback is always allowed)");
+}
+
 // Where dorm serve listens, what it stores, who may call and what it offers.
 void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
   auto& serve = line.serve;
@@ -78,6 +102,7 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
          "--auth-tokens", serve.auth_tokens,
          "JSON token file [{\"sha256\": hex, \"user\": ..., \"org\": ...}]; reloaded on SIGHUP")
       ->check(CLI::ExistingFile);
+  add_serve_oauth_options(cmd, serve);
   cmd.add_option("--allowed-origins", serve.allowed_origins,
                  "Origins allowed besides loopback ones (comma-separated scheme://host[:port])")
       ->delimiter(',');

@@ -24,10 +24,12 @@
 #include "dorm/mcp/dns_rebinding.hpp"
 #include "dorm/mcp/endpoint.hpp"
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/oauth_resource.hpp"
 #include "dorm/runtime/log.hpp"
 #include "dorm/runtime/otlp_file_tracer.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/open.hpp"
+#include "serve_auth.hpp"
 #include "version.hpp"
 
 namespace dorm::tools {
@@ -255,7 +257,8 @@ void raise_descriptor_limit(std::size_t max_connections) {
 //    is reported before any storage work. Null (logged) when the address cannot be bound.
 std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
                                                const mcp::ListenAddress& listen,
-                                               const mcp::CheckPolicy& policy) {
+                                               const mcp::CheckPolicy& policy,
+                                               const mcp::OAuthResource* oauth) {
   mcp::HttpServer::Options http;
   http.listen = listen;
   http.io_threads = options.http_threads;
@@ -264,8 +267,12 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
   raise_descriptor_limit(options.max_connections);
   // Who is calling is checked before a body is read, from the first request on (policy
   // and tokens outlive the server: they are declared before it).
-  http.check_head = [policy](const mcp::HttpRequest& head) {
-    if (std::string_view(head.target).starts_with(actors::kApprovalPathPrefix)) {
+  http.check_head = [policy, oauth](const mcp::HttpRequest& head) -> std::optional<mcp::HttpResponse> {
+    std::string_view target = head.target;
+    // The Protected Resource Metadata is public: it tells a caller without a token where
+    // to get one (the handler answers 404 under the prefix for any other path).
+    if (oauth && target.starts_with(mcp::kProtectedResourceMetadataPath)) return std::nullopt;
+    if (target.starts_with(actors::kApprovalPathPrefix)) {
       // The approval page: the one-time token in the link is the credential (a browser
       // sends no bearer token), or the owner's bearer token, which the page checks itself
       // against the execution's owner; Host and Origin are checked as for /mcp.
@@ -273,9 +280,10 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
       page_policy.tokens = nullptr;
       return mcp::refuse_caller(head, page_policy);
     }
-    return mcp::refuse_caller(head, policy);
+    return mcp::refuse_caller(head, policy, oauth);
   };
   if (options.code_mode) http.route_prefixes.push_back(std::string(actors::kApprovalPathPrefix));
+  if (oauth) http.route_prefixes.push_back(std::string(mcp::kProtectedResourceMetadataPath));
   auto server = mcp::HttpServer::start(http);
   if (!server) {
     log::error("bind_failed", {{"error", server.error().message}});
@@ -446,13 +454,21 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
 // server_draining, (d) the runtime stops and the store closes. A watchdog bounds it all.
 int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& server,
                         const mcp::McpEndpoint::Options& endpoint_options,
-                        const ServeOptions& options, Signals& signals) {
+                        mcp::OAuthResource* oauth, const ServeOptions& options,
+                        Signals& signals) {
   auto& srv = *server;
   mcp::McpEndpoint endpoint(runtime, endpoint_options);
-  actors::ApprovalPage approval_page(runtime, endpoint_options.policy.tokens);
-  srv.set_handler([&endpoint, &approval_page](mcp::HttpRequest request, mcp::Respond respond) {
-    if (std::string_view(request.target).starts_with(actors::kApprovalPathPrefix)) {
+  actors::ApprovalPage approval_page(runtime, endpoint_options.policy.tokens, oauth);
+  srv.set_handler([&endpoint, &approval_page, oauth](mcp::HttpRequest request, mcp::Respond respond) {
+    std::string_view target = request.target;
+    if (target.starts_with(actors::kApprovalPathPrefix)) {
       return approval_page.handle(request, std::move(respond));
+    }
+    if (target.starts_with(mcp::kProtectedResourceMetadataPath)) {
+      if (!oauth || !oauth->is_metadata_path(target.substr(0, target.find('?')))) {
+        return respond(mcp::HttpResponse{404, {{"Content-Type", "text/plain; charset=utf-8"}}, "not found\n"});
+      }
+      return respond(mcp::protected_resource_metadata(*oauth, request));
     }
     endpoint.handle(std::move(request), std::move(respond));
   });
@@ -478,6 +494,9 @@ int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& serv
   // still answer through it as they stop.
   watchdog.stage("stopping the runtime and closing the store");
   srv.stop();
+  // Requests parked for the authorization server's keys are answered (503, to sockets
+  // already closed) before the endpoint and the page they would call into go away.
+  if (oauth) oauth->stop();
   runtime.shutdown();
   server.reset();
   log::info("stopped");
@@ -486,8 +505,8 @@ int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& serv
 
 // 2.–4. once bound: storage and the engine pool, the runtime, then /mcp until a stop signal.
 int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& server,
-                const mcp::McpEndpoint::Options& endpoint_options, Offerings& offered,
-                trace::Tracer* tracer, Signals& signals) {
+                const mcp::McpEndpoint::Options& endpoint_options, mcp::OAuthResource* oauth,
+                Offerings& offered, trace::Tracer* tracer, Signals& signals) {
   // 2. Storage, waiting out a predecessor's lock, on a thread of its own while the
   //    engine's workers warm up here (a few hundred ms of CPU).
   auto opening = std::async(std::launch::async, [&] {
@@ -521,7 +540,7 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
-  return serve_until_stopped(runtime, server, endpoint_options, options, signals);
+  return serve_until_stopped(runtime, server, endpoint_options, oauth, options, signals);
 }
 
 }  // namespace
@@ -532,39 +551,56 @@ int serve(const ServeOptions& options) {
     log::error("bad_listen_address", {{"error", listen.error().message}});
     return 1;
   }
+  std::string mode = auth_mode(options, *listen);
+  if (mode.empty()) return 1;
+  // The token file outlives the signal thread, which reloads it at SIGHUP.
   std::unique_ptr<mcp::AuthTokens> tokens;
-  if (!options.auth_tokens.empty()) {
+  // Before any thread starts (the OAuth key fetcher is the first), so every thread
+  // inherits the blocked mask and signals reach only the signal thread.
+  Signals signals;
+  std::unique_ptr<mcp::OAuthResource> oauth;
+  if (mode == "tokens") {
     auto loaded = mcp::AuthTokens::open(options.auth_tokens);
     if (!loaded) {
       log::error("auth_tokens_unusable", {{"error", loaded.error().message}});
       return 1;
     }
     tokens = std::move(loaded).value();
-  } else if (!mcp::is_loopback_host(listen->host)) {
-    log::error("refusing_to_listen",
-               {{"error", "--listen " + listen->to_string() +
-                              " is reachable from other machines: without --auth-tokens "
-                              "dorm serves a single local user, so listen on 127.0.0.1, "
-                              "::1 or localhost, or give --auth-tokens FILE"}});
-    return 1;
+  } else if (mode == "oauth") {
+    auto started = start_oauth(options);
+    if (!started) {
+      log::error("bad_auth_options", {{"error", started.error().message}});
+      return 1;
+    }
+    oauth = std::move(started).value();
   }
   mcp::McpEndpoint::Options endpoint_options;
   endpoint_options.policy.tokens = tokens.get();
+  endpoint_options.oauth = oauth.get();
   if (!add_allowed_callers(options, endpoint_options.policy)) return 1;
   Offerings offered;
   if (!register_fixture_sets(options, offered)) return 1;
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
   if (!open_tracer(options, tracer)) return 1;
 
-  Signals signals;  // before any thread starts, so every thread inherits the blocked mask
-  auto server = bind_listener(options, *listen, endpoint_options.policy);
+  auto server = bind_listener(options, *listen, endpoint_options.policy, oauth.get());
   if (!server) return 1;
   auto& srv = *server;
+  if (oauth && options.oauth_audience.empty()) {
+    // Requests before this line are answered 503 (the audience is not known yet).
+    if (auto ok = oauth->set_resource("http://" + srv.local_address().to_string() + "/mcp"); !ok) {
+      log::error("bad_auth_options", {{"error", ok.error().message}});
+      return 1;
+    }
+  }
+  if (oauth) {
+    log::info("oauth", {{"issuer", options.oauth_issuer}, {"metadata", oauth->metadata_url()}});
+  }
   // On SIGTERM the server drains at once: the listener closes first, so a successor can
   // bind, and idle connections close, so clients reconnect to it.
   signals.start([&srv] { srv.begin_drain(); }, [&tokens] { reload_tokens(tokens.get()); });
   log::info("bound", {{"address", srv.local_address().to_string()}});
-  return serve_bound(options, server, endpoint_options, offered, tracer.get(), signals);
+  return serve_bound(options, server, endpoint_options, oauth.get(), offered, tracer.get(), signals);
 }
 
 }  // namespace dorm::tools

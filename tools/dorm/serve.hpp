@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,17 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8808";
   std::string storage = "rocksdb:./dorm-data";
   int http_threads = 2;
+  // "tokens", "oauth" or "none"; empty: "tokens" with auth_tokens, else "none".
+  std::string auth;
   // JSON token file; empty = single-user mode (loopback --listen only).
   std::string auth_tokens;
+  // --auth oauth (docs/auth.md): the authorization server, this server's resource URI
+  // (empty: http://<bound address>/mcp) and the scopes every token needs.
+  std::string oauth_issuer;
+  std::string oauth_audience;
+  std::vector<std::string> oauth_scopes;
+  std::int64_t oauth_min_key_refresh_ms = 30'000;
+  bool oauth_allow_http = false;
   // Beyond the loopback defaults.
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;

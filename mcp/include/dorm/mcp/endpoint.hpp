@@ -20,6 +20,7 @@
 #include <string>
 
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/oauth_resource.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/runtime/runtime.hpp"
@@ -30,6 +31,10 @@ class McpEndpoint {
  public:
   struct Options {
     CheckPolicy policy;
+    // With `--auth oauth`: the resource server that decides who a bearer token speaks for
+    // (policy.tokens is then null). Its answer may need a key fetch: the request waits
+    // parked, never an HTTP thread. Not owned; must be stopped before the endpoint dies.
+    const OAuthResource* oauth = nullptr;
     // The namespace whose objects are sessions (registered by the caller).
     std::string session_namespace = "mcp-session";
   };
@@ -46,6 +51,9 @@ class McpEndpoint {
   void set_draining() { draining_.store(true, std::memory_order_release); }
 
  private:
+  // handle() once the caller is known: `authenticated` is the OAuth principal, or
+  // nullopt for the token file or single-user mode (check_request decides).
+  void serve(HttpRequest request, std::optional<Identity> authenticated, Respond respond) const;
   // Sends `call` to its session's object; the object's answer goes to `respond`.
   void call_session(SessionCall call, const HttpRequest& request, Respond respond) const;
   Runtime& runtime_;
@@ -57,7 +65,18 @@ class McpEndpoint {
 // repeated single-valued header, token, Origin, Host), or nullopt. Made to be
 // HttpServer::Options::check_head, so an unauthenticated request is refused before its
 // body is read or parsed. `policy` as for McpEndpoint::Options::policy.
-std::optional<HttpResponse> refuse_caller(const HttpRequest& head, const CheckPolicy& policy);
+//
+// Every mode refuses a token in the query string (`access_token`, RFC 6750 §2.3) with 400.
+// With `oauth`, the Origin and Host rows come before the token, which is checked with the
+// cached keys only: a token whose key is not cached yet goes on to the handler, which
+// waits for the keys (McpEndpoint::Options::oauth).
+std::optional<HttpResponse> refuse_caller(const HttpRequest& head, const CheckPolicy& policy,
+                                          const OAuthResource* oauth = nullptr);
+
+// The answer to a request for the Protected Resource Metadata (any path for which
+// oauth.is_metadata_path): 200 with the JSON document to GET and HEAD (readable from any
+// origin: it is public and browser clients read it), 405 to other methods.
+HttpResponse protected_resource_metadata(const OAuthResource& oauth, const HttpRequest& request);
 
 // The Rejection as an HTTP response.
 HttpResponse to_response(const Rejection& rejection);
