@@ -92,10 +92,7 @@ class Session {
 
   // Connects, initializes and sends notifications/initialized. Empty on success.
   asio::awaitable<std::string> open() {
-    stream_.expires_after(options_.timeout);
-    asio::ip::tcp::endpoint to(asio::ip::make_address(options_.host), options_.port);
-    auto [ec] = co_await stream_.async_connect(to, kTuple);
-    if (ec) co_return "connect: " + ec.message();
+    if (auto e = co_await connect(); !e.empty()) co_return e;
     std::string body = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{)"
                        R"("protocolVersion":")" +
                        std::string(kProtocolVersion) +
@@ -123,6 +120,16 @@ class Session {
   }
 
   bool is_open() const { return open_; }
+
+  // A new connection (after close()) for the same session. Empty on success.
+  asio::awaitable<std::string> connect() {
+    buffer_.clear();
+    stream_.expires_after(options_.timeout);
+    asio::ip::tcp::endpoint to(asio::ip::make_address(options_.host), options_.port);
+    auto [ec] = co_await stream_.async_connect(to, kTuple);
+    if (ec) co_return "connect: " + ec.message();
+    co_return std::string();
+  }
 
   // tools/call echo as request `id`. Empty on success.
   asio::awaitable<std::string> call(std::int64_t id) {
@@ -303,11 +310,14 @@ namespace {
 
 using Impl = HeldStreams::Impl;
 
+// Opens the session over a connection of its own and closes that connection: a held
+// stream then comes on a connection of its own, as a client's GET does, and what the
+// server spends on that connection counts as the stream's. Only `parallel` of these
+// connections are open at once, so little of what they freed is left for the streams'
+// connections to reuse.
 asio::awaitable<void> open_held(std::shared_ptr<Impl> impl, std::shared_ptr<Session> s) {
-  if (auto error = co_await s->open(); !error.empty()) {
-    impl->fail("session " + error);
-    s->close();
-  }
+  if (auto error = co_await s->open(); !error.empty()) impl->fail("session " + error);
+  s->close();
   --impl->busy;
   impl->changed.notify();
 }
@@ -315,7 +325,8 @@ asio::awaitable<void> open_held(std::shared_ptr<Impl> impl, std::shared_ptr<Sess
 asio::awaitable<void> hold_one(std::shared_ptr<Impl> impl, std::shared_ptr<Session> s,
                                std::size_t index) {
   Session::StreamParser parser;
-  auto error = co_await s->get_stream(parser);
+  auto error = co_await s->connect();
+  if (error.empty()) error = co_await s->get_stream(parser);
   --impl->busy;
   if (!error.empty()) {
     impl->fail("GET stream: " + error);

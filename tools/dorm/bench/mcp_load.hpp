@@ -61,7 +61,8 @@ struct LoadResult {
 boost::asio::awaitable<LoadResult> run_load(LoadOptions options);
 
 // Many MCP sessions, each holding its standalone GET stream open (`dorm bench streams`):
-// one kept-alive connection per session, which initializes it and then sends the GET; the
+// each session is initialized over a connection that is closed after it, and its GET is
+// sent on a new connection, as a client's standalone stream has one of its own; the
 // stream's bytes (a priming event, keep-alive comments) are read and counted, never kept.
 // Opened in two steps so that a benchmark can read the server between them.
 struct HoldOptions {
@@ -75,14 +76,14 @@ struct HoldOptions {
 
 class HeldStreams {
  public:
-  // Opens the sessions (initialize, notifications/initialized), `parallel` at a time; a
-  // session that fails is counted and its connection closed.
+  // Opens the sessions (initialize, notifications/initialized), `parallel` at a time,
+  // closing each one's connection after it; a session that fails is counted.
   static boost::asio::awaitable<std::unique_ptr<HeldStreams>> open_sessions(HoldOptions options);
   ~HeldStreams();
 
-  // Sends the GET on every open session's connection and waits until each has its
-  // response head (200, text/event-stream) or has failed; the streams then stay open,
-  // read, until close().
+  // Connects once more for every open session and sends its GET, then waits until each
+  // has its response head (200, text/event-stream) or has failed; the streams then stay
+  // open, read, until close().
   boost::asio::awaitable<void> open_streams();
   // Closes every connection and waits (bounded) until every reader has ended.
   boost::asio::awaitable<void> close();

@@ -3,12 +3,13 @@
 // Each round starts a fresh `dorm serve --fixtures testing` (this program unless --dorm) on
 // 127.0.0.1 over a new RocksDB store, killed by PID on every way out as in `dorm bench mcp`,
 // and this process, one client thread, then:
-//   1. opens --streams sessions (initialize, notifications/initialized), one kept-alive
-//      connection each, and reads the server's RSS before and after (per session, for
-//      reference); then reads the server's CPU time over --keepalive seconds of idling;
-//   2. opens the standalone GET stream of every one of them on its connection and waits for
-//      every response head; the streams are then read (a priming event, keep-alives) and
-//      never written to;
+//   1. opens --streams sessions (initialize, notifications/initialized), each over a
+//      connection closed after it, and reads the server's RSS before and after (per
+//      session, for reference); then reads the server's CPU time over --keepalive seconds
+//      of idling;
+//   2. opens the standalone GET stream of every one of them, each on a new connection as
+//      a client's is, and waits for every response head; the streams are then read (a
+//      priming event, keep-alives) and never written to;
 //   3. leaves them idle for --keepalive seconds (one keep-alive per stream every 15 s) and
 //      reads the server's CPU time over that window (beyond step 1's: the keep-alives'
 //      cost) and its RSS after it: RSS per open
