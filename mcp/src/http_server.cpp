@@ -293,6 +293,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void dispatch_request() {
     auto req = parser_->release();
+    // Not needed until the next request (read() makes a new one): a connection that
+    // carries a long stream should not hold a parser meanwhile.
+    parser_.reset();
     std::string_view target = req.target();
     std::string_view path = target.substr(0, target.find('?'));
     if (path == "/healthz" || path == "/readyz") return write(probe(*state_, req, path));
@@ -374,6 +377,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     beast::error_code ignored;
     stream_.socket().set_option(net::socket_base::send_buffer_size(kStreamSendBuffer), ignored);
     stream_.expires_never();
+    // An open stream holds no read buffer: watch() waits for readability instead (most of
+    // a busy server's connections can be idle streams; 4 KiB each adds up).
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
     // The head leaves in one write with what the body already holds (a priming event, a
     // resume's replay): a client that has the head then has the event it resumes from,
     // even if this process dies right after. Written apart, a kill between the two left
@@ -436,20 +442,42 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      });
   }
 
+  // Waits for the socket to become readable rather than reading into a buffer, so an
+  // idle stream holds none. Readable means bytes (a pipelined request, taken into
+  // buffer_ to wait for the body's end) or the client's close; a wake-up can also be
+  // stale (bytes an earlier read already took), and then the watch goes on.
   void watch() {
     watching_ = true;
-    stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              self->watching_ = false;
-                              if (n > 0) self->buffer_.commit(n);
-                              if (self->body_) {
-                                // Still streaming: an error means the client is gone.
-                                if (ec) self->stream_failed();
-                                return;
-                              }
-                              if (ec && ec != net::error::operation_aborted) return self->close();
-                              self->after_stream();
-                            });
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      self->watching_ = false;
+      if (!ec && !self->take_available(ec)) return self->watch();
+      if (self->body_) {
+        // Still streaming: an error means the client is gone.
+        if (ec) self->stream_failed();
+        return;
+      }
+      if (ec && ec != net::error::operation_aborted) return self->close();
+      self->after_stream();
+    });
+  }
+
+  // Reads what the socket holds into buffer_ without blocking: true with the bytes, or
+  // with eof or an error in `ec`; false when there was nothing to read after all.
+  bool take_available(beast::error_code& ec) {
+    auto& socket = stream_.socket();
+    socket.non_blocking(true, ec);
+    if (ec) return true;
+    std::size_t want = std::max<std::size_t>(socket.available(ec), 512);
+    std::size_t n = ec ? 0 : socket.read_some(buffer_.prepare(want), ec);
+    beast::error_code ignored;
+    socket.non_blocking(false, ignored);
+    if (ec == net::error::would_block || ec == net::error::try_again) {
+      ec = {};
+      if (buffer_.size() == 0) buffer_.shrink_to_fit();
+      return false;
+    }
+    if (!ec) buffer_.commit(n);
+    return true;
   }
 
   // The body's end was sent.

@@ -1,7 +1,8 @@
 // The benchmarks run end to end (tiny sizes; numbers from this build mean nothing, so none
 // is asserted, only that each was measured): `dorm bench storage`, whose open-after-kill
 // step verifies, inside the program, that the killed writer's data came back; `dorm bench
-// boot`; `dorm bench http` and `dorm bench mcp`, which must kill every server they start.
+// boot`; `dorm bench http`, `dorm bench mcp` and `dorm bench streams`, which must kill
+// every server they start.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DormProcess, startServe } from './lib/dorm_process.mjs';
@@ -105,6 +106,29 @@ test('dorm bench mcp drives all three servers, reports every row and leaves no s
   const windows = bench.stdoutLines.filter((l) => /^\| (dorm|sdk|bare) \| [12] \| 1 \| \d+, \d+ \| [\d.]+ \| \d+, \d+ \| [\d.]+ \|$/.test(l));
   assert.equal(windows.length, 6, bench.stdoutLines.join('\n'));
   assert.ok(bench.stdoutLines.some((l) => l.startsWith('- dorm p99 <= 50 ms: ')));
+});
+
+test('dorm bench streams holds every stream open, reports every row and leaves no server running', async (t) => {
+  // Two rounds, so the closed-streams load runs once before the streams and once after.
+  const bench = new DormProcess(t, ['bench', 'streams', '--streams', '40', '--rounds', '2', '--connections', '2',
+    '--seconds', '0.5', '--warmup', '0', '--keepalive', '0.5']);
+  const { code } = await bench.waitForExit(300_000);
+  const out = bench.stderr + bench.stdoutLines.join('\n');
+  assert.equal(code, 0, out);
+  const pids = bench.stdoutLines.map((l) => l.match(/^round (\d): server pid (\d+), port \d+$/)).filter(Boolean);
+  assert.deepEqual(pids.map((m) => m[1]), ['1', '2'], out);
+  for (const m of pids) assert.ok(gone(Number(m[2])), `server of round ${m[1]} (pid ${m[2]}) still exists`);
+  assert.equal(bench.stdoutLines.filter((l) => /^  server exited 0, \d+ ms after SIGTERM$/.test(l)).length, 2, out);
+  // Both rounds measured the calls with the streams closed and open, in both orders.
+  const loads = bench.stdoutLines.filter((l) => /^  tools\/call on 2 other sessions, streams (open|closed): /.test(l));
+  assert.deepEqual(loads.map((l) => l.includes('streams open') ? 'open' : 'closed'), ['closed', 'open', 'open', 'closed'], out);
+  const row = (name) => bench.stdoutLines.find((l) => l.startsWith(`| ${name} |`));
+  assert.equal(row('open standalone GET streams'), '| open standalone GET streams | count | 40 |');
+  for (const name of ['tools/call p99 ratio, open / closed', 'tools/call p50 ratio, open / closed']) {
+    assert.ok(Number(row(name)?.split('|')[3]) > 0, out);
+  }
+  assert.ok(row('RSS per open stream'), out);
+  assert.ok(bench.stdoutLines.some((l) => l.startsWith('targets (issue 22): RSS per open stream <= 8 KiB: ')), out);
 });
 
 test('dorm bench mcp refuses bad options before starting any server', async (t) => {

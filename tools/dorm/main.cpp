@@ -23,6 +23,7 @@
 #include "bench/mcp_bench.hpp"
 #include "bench/runtime_bench.hpp"
 #include "bench/storage_bench.hpp"
+#include "bench/streams_bench.hpp"
 #endif
 #include "version.hpp"
 
@@ -531,6 +532,47 @@ Subcommand add_bench_mcp(CLI::App& bench) {
   return bench_subcommand(cmd, o, dorm::bench::run_mcp_bench);
 }
 
+Subcommand add_bench_streams(CLI::App& bench) {
+  auto o = std::make_shared<dorm::bench::StreamsBenchOptions>();
+  auto* cmd = bench.add_subcommand(
+      "streams",
+      "Many open standalone GET streams on dorm serve: memory per stream, keep-alive CPU, and "
+      "tools/call latency on other sessions with the streams open and closed");
+  cmd->add_option("--streams", o->streams, "Sessions, each holding its GET stream open")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000));
+  cmd->add_option("--rounds", o->rounds, "Rounds, a fresh server each (median over them)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--connections", o->connections, "Connections calling tools/call on other sessions")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--seconds", o->seconds, "Measured span of each tools/call run")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--warmup", o->warmup, "Seconds of calls before each span, not counted")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--keepalive", o->keepalive,
+                  "Seconds the streams stay idle while the server's CPU is read (the server "
+                  "sends a keep-alive every 15 s)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--timeout", o->timeout, "Seconds any one exchange of the client may take")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--start-timeout", o->start_timeout,
+                  "Seconds the server may take to start, and to exit after SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 3600.0));
+  cmd->add_option("--parallel", o->parallel, "Connections opening at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--dorm", o->dorm, "The dorm binary that serves (default: this program)")
+      ->check(CLI::ExistingFile);
+  return bench_subcommand(cmd, o, dorm::bench::run_streams_bench);
+}
+
 Subcommand add_bench_http(CLI::App& bench) {
   auto o = std::make_shared<dorm::bench::BareHttpOptions>();
   o->http_threads = dorm::tools::ServeOptions{}.http_threads;
@@ -556,7 +598,7 @@ void add_bench(CLI::App& app, Subcommands& commands) {
 #ifdef DORM_WITH_BENCH
   for (auto add : {add_bench_storage, add_bench_eviction, add_bench_runtime, add_bench_boot,
                    add_bench_storage_fill, add_bench_session_memory, add_bench_engine,
-                   add_bench_execute, add_bench_mcp, add_bench_http}) {
+                   add_bench_execute, add_bench_mcp, add_bench_streams, add_bench_http}) {
     commands.push_back(add(*bench));
   }
 #else

@@ -128,15 +128,6 @@ double concurrent(engine::Pool& pool, const std::string& code, int runs, int in_
   return runs / seconds_since(t0);
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return 0;
-}
-
 // ---- bare V8: the same wrapper in a context of an already-entered isolate ----
 
 class BareV8 {
@@ -287,7 +278,7 @@ bool measure_worker_memory(const engine::PoolOptions& options, EngineFigures& f)
     auto p = engine::Pool::create(m);
     if (!p) return false;
     for (int i = 0; i < 20; ++i) run(**p, "return 1");
-    long rss = rss_kib((*p)->worker_pids().at(0));
+    long rss = process_rss_kib((*p)->worker_pids().at(0));
     (slots == 1 ? f.worker1 : f.worker9) = rss;
   }
   return true;

@@ -128,15 +128,6 @@ void check_counters(SessionClient& client, const BenchSession& s) {
 
 // ---- memory ----
 
-double rss_mib_of(pid_t pid) {
-  std::ifstream status(numbered("/proc/", pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
 struct MemoryReading {
   double self_mib = 0;       // this process (after malloc_trim)
   double workers_mib = 0;    // the engine workers together
@@ -146,18 +137,11 @@ struct MemoryReading {
 MemoryReading read_memory(engine::Pool& pool, storage::RocksDbBackend& backend) {
   MemoryReading m;
   m.self_mib = resident_bytes() / (1024.0 * 1024.0);  // malloc_trim(0) first
-  for (pid_t pid : pool.worker_pids()) m.workers_mib += rss_mib_of(pid);
+  for (pid_t pid : pool.worker_pids()) m.workers_mib += static_cast<double>(process_rss_kib(pid)) / 1024.0;
   std::uint64_t memtables = 0;
   backend.db().GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables);
   m.memtables_mib = static_cast<double>(memtables) / (1024.0 * 1024.0);
   return m;
-}
-
-std::string load_average() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
 }
 
 std::string with_commas(long n) {

@@ -92,10 +92,7 @@ class Session {
 
   // Connects, initializes and sends notifications/initialized. Empty on success.
   asio::awaitable<std::string> open() {
-    stream_.expires_after(options_.timeout);
-    asio::ip::tcp::endpoint to(asio::ip::make_address(options_.host), options_.port);
-    auto [ec] = co_await stream_.async_connect(to, kTuple);
-    if (ec) co_return "connect: " + ec.message();
+    if (auto e = co_await connect(); !e.empty()) co_return e;
     std::string body = R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{)"
                        R"("protocolVersion":")" +
                        std::string(kProtocolVersion) +
@@ -124,6 +121,16 @@ class Session {
 
   bool is_open() const { return open_; }
 
+  // A new connection (after close()) for the same session. Empty on success.
+  asio::awaitable<std::string> connect() {
+    buffer_.clear();
+    stream_.expires_after(options_.timeout);
+    asio::ip::tcp::endpoint to(asio::ip::make_address(options_.host), options_.port);
+    auto [ec] = co_await stream_.async_connect(to, kTuple);
+    if (ec) co_return "connect: " + ec.message();
+    co_return std::string();
+  }
+
   // tools/call echo as request `id`. Empty on success.
   asio::awaitable<std::string> call(std::int64_t id) {
     std::string text = "c" + std::to_string(index_) + "-" + std::to_string(id);
@@ -137,6 +144,49 @@ class Session {
     if (!echoed(message, text))
       co_return "the result does not echo \"" + text + "\": " + quoted(res.body());
     co_return std::string();
+  }
+
+  using StreamParser = http::response_parser<http::buffer_body>;
+
+  // Sends the standalone GET on this session's connection and reads the response head,
+  // which must be 200 with an event stream. Empty on success.
+  asio::awaitable<std::string> get_stream(StreamParser& parser) {
+    http::request<http::empty_body> req{http::verb::get, "/mcp", 11};
+    req.set(http::field::host, options_.host + ":" + std::to_string(options_.port));
+    req.set(http::field::accept, "text/event-stream");
+    req.set("Mcp-Session-Id", session_id_);
+    req.set("MCP-Protocol-Version", version_);
+    req.keep_alive(true);
+    stream_.expires_after(options_.timeout);
+    auto [wec, written] = co_await http::async_write(stream_, req, kTuple);
+    (void)written;
+    if (wec) co_return "send: " + wec.message();
+    parser.body_limit(boost::none);
+    auto [rec, read] = co_await http::async_read_header(stream_, buffer_, parser, kTuple);
+    (void)read;
+    if (rec) co_return "response head: " + rec.message();
+    const auto& res = parser.get();
+    if (res.result_int() != 200) co_return "status " + std::to_string(res.result_int()) + ", expected 200";
+    if (!res[http::field::content_type].starts_with("text/event-stream"))
+      co_return "not an event stream: " + std::string(res[http::field::content_type]);
+    co_return std::string();
+  }
+
+  // Reads the stream's body until it ends or the connection closes, adding the bytes of
+  // each read to `received`; nothing is kept. No timeout: a held stream is idle by design.
+  asio::awaitable<void> read_stream(StreamParser& parser, std::int64_t& received) {
+    stream_.expires_never();
+    char scratch[512];
+    while (!parser.is_done()) {
+      parser.get().body().data = scratch;
+      parser.get().body().size = sizeof scratch;
+      // read_some: back with whatever arrived (a keep-alive is 13 bytes), not once the
+      // scratch is full.
+      auto [ec, n] = co_await http::async_read_some(stream_, buffer_, parser, kTuple);
+      (void)n;
+      received += static_cast<std::int64_t>(sizeof scratch - parser.get().body().size);
+      if (ec && ec != http::error::need_buffer) break;
+    }
   }
 
   void close() {
@@ -231,6 +281,139 @@ asio::awaitable<void> settle(Run& run, const Sessions& sessions, Clock::time_poi
 }
 
 }  // namespace
+
+// ---- held streams ----
+
+struct HeldStreams::Impl {
+  Impl(asio::any_io_executor executor, HoldOptions o) : hold(std::move(o)), changed(executor) {
+    load.host = hold.host;
+    load.port = hold.port;
+    load.timeout = hold.timeout;
+  }
+  void fail(std::string what) {
+    if (failures++ == 0) first_failure = std::move(what);
+  }
+
+  HoldOptions hold;
+  LoadOptions load;  // what a Session reads: host, port, timeout
+  Notifier changed;
+  Sessions sessions;  // the open ones, once open_sessions has returned
+  // Bytes each stream received, and the count at the last mark; sized once, never moved.
+  std::vector<std::int64_t> received, marked;
+  int busy = 0;     // sessions opening, or GETs waiting for their heads
+  int readers = 0;  // streams being read
+  std::int64_t failures = 0;
+  std::string first_failure;
+};
+
+namespace {
+
+using Impl = HeldStreams::Impl;
+
+// Opens the session over a connection of its own and closes that connection: a held
+// stream then comes on a connection of its own, as a client's GET does, and what the
+// server spends on that connection counts as the stream's. Only `parallel` of these
+// connections are open at once, so little of what they freed is left for the streams'
+// connections to reuse.
+asio::awaitable<void> open_held(std::shared_ptr<Impl> impl, std::shared_ptr<Session> s) {
+  if (auto error = co_await s->open(); !error.empty()) impl->fail("session " + error);
+  s->close();
+  --impl->busy;
+  impl->changed.notify();
+}
+
+asio::awaitable<void> hold_one(std::shared_ptr<Impl> impl, std::shared_ptr<Session> s,
+                               std::size_t index) {
+  Session::StreamParser parser;
+  auto error = co_await s->connect();
+  if (error.empty()) error = co_await s->get_stream(parser);
+  --impl->busy;
+  if (!error.empty()) {
+    impl->fail("GET stream: " + error);
+    s->close();
+    impl->changed.notify();
+    co_return;
+  }
+  ++impl->readers;
+  impl->changed.notify();
+  co_await s->read_stream(parser, impl->received[index]);
+  --impl->readers;
+  impl->changed.notify();
+}
+
+// Runs `start(i)` for every i below `count`, at most `parallel` at a time, until all are
+// done (`busy` back to 0); past `deadline` the connections are closed.
+template <class Start>
+asio::awaitable<void> in_waves(Impl& impl, std::size_t count, Start start, Clock::time_point deadline) {
+  for (std::size_t i = 0; i < count; ++i) {
+    co_await impl.changed.until([&] { return impl.busy < impl.hold.parallel; }, deadline);
+    ++impl.busy;
+    start(i);
+  }
+  if (!co_await impl.changed.until([&] { return impl.busy == 0; }, deadline)) {
+    for (const auto& s : impl.sessions) s->close();
+    co_await impl.changed.until([&] { return impl.busy == 0; }, Clock::now() + kCloseGrace);
+  }
+}
+
+}  // namespace
+
+asio::awaitable<std::unique_ptr<HeldStreams>> HeldStreams::open_sessions(HoldOptions options) {
+  auto executor = co_await asio::this_coro::executor;
+  auto impl = std::make_shared<Impl>(executor, std::move(options));
+  Sessions all;
+  for (int i = 0; i < impl->hold.sessions; ++i) {
+    all.push_back(std::make_shared<Session>(executor, impl->load, i));
+  }
+  // A generous bound for the whole: each wave's exchanges are bounded themselves.
+  auto deadline = Clock::now() + impl->hold.timeout * (1 + all.size() / impl->hold.parallel);
+  impl->sessions = all;
+  co_await in_waves(*impl, all.size(),
+                    [&](std::size_t i) { asio::co_spawn(executor, open_held(impl, all[i]), asio::detached); },
+                    deadline);
+  impl->sessions.clear();
+  for (const auto& s : all) {
+    if (s->is_open()) impl->sessions.push_back(s);
+  }
+  impl->received.assign(impl->sessions.size(), 0);
+  impl->marked.assign(impl->sessions.size(), 0);
+  co_return std::unique_ptr<HeldStreams>(new HeldStreams(std::move(impl)));
+}
+
+HeldStreams::~HeldStreams() {
+  for (const auto& s : impl_->sessions) s->close();
+}
+
+asio::awaitable<void> HeldStreams::open_streams() {
+  auto executor = co_await asio::this_coro::executor;
+  auto impl = impl_;
+  auto deadline = Clock::now() + impl->hold.timeout * (1 + impl->sessions.size() / impl->hold.parallel);
+  co_await in_waves(*impl, impl->sessions.size(),
+                    [&](std::size_t i) {
+                      asio::co_spawn(executor, hold_one(impl, impl->sessions[i], i), asio::detached);
+                    },
+                    deadline);
+}
+
+asio::awaitable<void> HeldStreams::close() {
+  auto impl = impl_;
+  for (const auto& s : impl->sessions) s->close();
+  co_await impl->changed.until([&] { return impl->readers == 0 && impl->busy == 0; },
+                               Clock::now() + kCloseGrace);
+}
+
+int HeldStreams::sessions_open() const { return static_cast<int>(impl_->sessions.size()); }
+int HeldStreams::streams_open() const { return impl_->readers; }
+std::int64_t HeldStreams::failures() const { return impl_->failures; }
+const std::string& HeldStreams::first_failure() const { return impl_->first_failure; }
+
+int HeldStreams::streams_with_bytes() const {
+  int n = 0;
+  for (std::size_t i = 0; i < impl_->received.size(); ++i) n += impl_->received[i] > impl_->marked[i];
+  return n;
+}
+
+void HeldStreams::mark_received() { impl_->marked = impl_->received; }
 
 asio::awaitable<LoadResult> run_load(LoadOptions options) {
   auto executor = co_await asio::this_coro::executor;

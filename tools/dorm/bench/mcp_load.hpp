@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,48 @@ struct LoadResult {
 // returns. A connection whose exchange fails is counted and closed; the others go on.
 // Returns within about setup + warmup + measure + 2 x timeout.
 boost::asio::awaitable<LoadResult> run_load(LoadOptions options);
+
+// Many MCP sessions, each holding its standalone GET stream open (`dorm bench streams`):
+// each session is initialized over a connection that is closed after it, and its GET is
+// sent on a new connection, as a client's standalone stream has one of its own; the
+// stream's bytes (a priming event, keep-alive comments) are read and counted, never kept.
+// Opened in two steps so that a benchmark can read the server between them.
+struct HoldOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  int sessions = 1000;
+  int parallel = 64;  // connections opening at once
+  // Bound on each exchange while opening (connect, initialize, the GET's head).
+  std::chrono::milliseconds timeout{30'000};
+};
+
+class HeldStreams {
+ public:
+  // Opens the sessions (initialize, notifications/initialized), `parallel` at a time,
+  // closing each one's connection after it; a session that fails is counted.
+  static boost::asio::awaitable<std::unique_ptr<HeldStreams>> open_sessions(HoldOptions options);
+  ~HeldStreams();
+
+  // Connects once more for every open session and sends its GET, then waits until each
+  // has its response head (200, text/event-stream) or has failed; the streams then stay
+  // open, read, until close().
+  boost::asio::awaitable<void> open_streams();
+  // Closes every connection and waits (bounded) until every reader has ended.
+  boost::asio::awaitable<void> close();
+
+  int sessions_open() const;
+  int streams_open() const;  // heads received, not ended since
+  std::int64_t failures() const;
+  const std::string& first_failure() const;
+  // Streams that received at least one byte since the last mark_received().
+  int streams_with_bytes() const;
+  void mark_received();
+
+  struct Impl;
+
+ private:
+  explicit HeldStreams(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
 
 }  // namespace dorm::bench::mcp_load
