@@ -6,6 +6,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dorm/storage/engine_log.hpp"
+
 #include <array>
 #include <ctime>
 #include <span>
@@ -193,6 +195,16 @@ void configure(LogFormat format, spdlog::level::level_enum level) {
   // Errors are rare and matter most right before a crash: write them through at once.
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+  // The storage engines' own diagnostics (RocksDB's info log, which no longer goes to a
+  // LOG file: see engine_log.hpp) become `rocksdb` events. RocksDB's info lines (options,
+  // flushes, compactions) are detail for whoever debugs the store: debug here.
+  storage::set_engine_log_sink([](storage::EngineLogLevel engine_level, std::string_view engine,
+                                  std::string_view message) {
+    auto at = spdlog::level::debug;
+    if (engine_level == storage::EngineLogLevel::warn) at = spdlog::level::warn;
+    if (engine_level == storage::EngineLogLevel::error) at = spdlog::level::err;
+    emit(at, engine, {{"message", message}});
+  });
 }
 
 }  // namespace dorm::log

@@ -78,9 +78,10 @@ std::uint64_t ReserveSpec::resolve(std::uint64_t filesystem_bytes) const {
 
 std::string ReserveSpec::to_string() const {
   if (percent) {
+    // The shortest text that parses back to the same double: the URI round-trips.
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%g%%", *percent);
-    return buf;
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *percent);
+    return std::string(buf, ec == std::errc{} ? end : buf) + "%";
   }
   if (bytes == 0) return "0";
   for (auto [name, factor] : {std::pair<const char*, std::uint64_t>{"TiB", 1ull << 40},
