@@ -63,8 +63,9 @@ function assertStorageFull({ res, text }) {
 
 test('a full disk: 507s, alive, readyz 503, resumes replay; freed space recovers; a restart while full exits 1 until space is freed', async (t) => {
   const mnt = mountTmpfs(t, 320 * MiB);
-  // A ballast leaves ~40 MiB above the default reserve of 128 MiB, so a few hundred calls fill it.
-  ballast(join(mnt, 'ballast'), freeBytes(mnt) - 168 * MiB);
+  // A ballast leaves ~40 MiB above the default reserve of 128 MiB and RocksDB's WAL, which
+  // it preallocates at 1.1 x the write buffer (~70 MiB), so a few hundred calls fill it.
+  ballast(join(mnt, 'ballast'), freeBytes(mnt) - 240 * MiB);
   const data = join(mnt, 'data');
   const extraArgs = ['--fixtures', 'testing', '--log-format', 'text'];
   const server = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--storage', `rocksdb:${data}`, ...extraArgs]);
