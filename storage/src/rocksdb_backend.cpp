@@ -317,8 +317,20 @@ Result<void> RocksDbBackend::resume_if_stopped() {
   if (!stopped_->load(std::memory_order_acquire)) return {};
   std::lock_guard lock(resume_mutex_);
   if (!stopped_->load(std::memory_order_acquire)) return {};
+  // A resume flushes the memtables, which on a disk still full fails after writing for a
+  // while (seconds, with reserve=0): tried at most once per kResumeInterval, and in
+  // between the last failure is the answer, so requests on a full disk stay cheap.
+  auto now = monotonic_ms();
+  if (last_resume_failure_ && now - resume_failed_at_ms_ < kResumeInterval.count()) {
+    return *last_resume_failure_;
+  }
   rocksdb::Status status = db_->Resume();
-  if (!status.ok()) return from_status(status, "rocksdb at '" + path_ + "' cannot take writes yet");
+  if (!status.ok()) {
+    last_resume_failure_ = from_status(status, "rocksdb at '" + path_ + "' cannot take writes yet");
+    resume_failed_at_ms_ = now;
+    return *last_resume_failure_;
+  }
+  last_resume_failure_.reset();
   stopped_->store(false, std::memory_order_release);
   engine_log(EngineLogLevel::warn, "rocksdb", "writes resumed after a background error (" + path_ + ")");
   return {};

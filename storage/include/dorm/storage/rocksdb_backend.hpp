@@ -23,6 +23,8 @@
 #include <rocksdb/options.h>
 
 #include <atomic>
+#include <chrono>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -112,7 +114,10 @@ class RocksDbBackend final : public Backend {
   // Set (by a failed write or RocksDB's background-error callback) when the database has
   // stopped taking writes; cleared by a successful DB::Resume.
   std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
-  std::mutex resume_mutex_;
+  std::mutex resume_mutex_;  // guards the two below
+  static constexpr std::chrono::milliseconds kResumeInterval{1000};
+  std::optional<Error> last_resume_failure_;
+  std::int64_t resume_failed_at_ms_ = 0;
   std::unique_ptr<rocksdb::DB> db_;
 };
 
