@@ -146,6 +146,7 @@ Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& 
       }
       reserve = std::make_unique<SpaceReserve>(keep, "rocksdb at '" + path + "'", std::move(probe),
                                                tuning.now ? tuning.now : SpaceReserve::Now(monotonic_ms));
+
     }
   }
   rocksdb::DB* raw = nullptr;
@@ -190,6 +191,7 @@ Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& 
   backend->env_ = std::move(env);
   backend->reserve_ = std::move(reserve);
   backend->stopped_ = std::move(stopped);
+  backend->now_ = tuning.now ? tuning.now : SpaceReserve::Now(monotonic_ms);
   return backend;
 }
 
@@ -320,7 +322,7 @@ Result<void> RocksDbBackend::resume_if_stopped() {
   // A resume flushes the memtables, which on a disk still full fails after writing for a
   // while (seconds, with reserve=0): tried at most once per kResumeInterval, and in
   // between the last failure is the answer, so requests on a full disk stay cheap.
-  auto now = monotonic_ms();
+  auto now = now_();
   if (last_resume_failure_ && now - resume_failed_at_ms_ < kResumeInterval.count()) {
     return *last_resume_failure_;
   }

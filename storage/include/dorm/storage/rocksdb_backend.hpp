@@ -46,7 +46,8 @@ class RocksDbBackend final : public Backend {
     // Replaces the look at the filesystem's free space (tests script a disk with it); by
     // default probe_filesystem(path).
     SpaceReserve::Probe probe;
-    // Replaces the monotonic clock the reserve's refresh interval is measured on.
+    // Replaces the monotonic clock (milliseconds) the reserve's refresh interval and the
+    // pause between resume attempts are measured on.
     SpaceReserve::Now now;
   };
 
@@ -118,6 +119,7 @@ class RocksDbBackend final : public Backend {
   static constexpr std::chrono::milliseconds kResumeInterval{1000};
   std::optional<Error> last_resume_failure_;
   std::int64_t resume_failed_at_ms_ = 0;
+  SpaceReserve::Now now_;
   std::unique_ptr<rocksdb::DB> db_;
 };
 
