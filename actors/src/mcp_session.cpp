@@ -149,6 +149,11 @@ void McpSession::answer_now(const SessionCall& call, HttpResponse response) {
 void McpSession::handle(const SessionCall& call) {
   session_id_ = call.session_id;
   if (call.kind == SessionCall::Kind::initialize) {
+    if (!check_storage_space()) {
+      // Nothing could be stored, so no session: refused before anything is made.
+      dispose_empty();
+      return answer_now(call, rejected(mcp::Rejection::storage_full()));
+    }
     answer_now(call, initialize(call));
     // A refused initialize stored nothing: leave no activation behind (see below).
     if (!meta_) dispose_empty();
@@ -170,6 +175,15 @@ void McpSession::handle(const SessionCall& call) {
                                          {"caller_user", call.caller.user},
                                          {"caller_org", call.caller.org}});
     return answer_now(call, rejected(mcp::Rejection::unknown_session()));
+  }
+  // A full store refuses every commit (storage's space reserve). A request that has to
+  // write is answered 507 here, before any tool runs or anything is stored; this turn then
+  // has nothing to commit, so the answer goes out. A resume only reads: it still replays,
+  // without recording activity. (Space that runs out between this check and the commit
+  // fails the turn with no_space instead, which the endpoint answers with the same 507.)
+  if (!check_storage_space()) {
+    if (call.kind == SessionCall::Kind::get && call.last_event_id) return resume(call);
+    return answer_now(call, rejected(mcp::Rejection::storage_full()));
   }
   note_activity();
   switch (call.kind) {

@@ -101,6 +101,8 @@ HttpResponse to_response(const Rejection& rejection) {
 }
 
 HttpResponse to_response(const caf::error& error) {
+  // A turn whose commit the store refused for space kept nothing and released nothing.
+  if (is(error, RuntimeErrc::no_space)) return to_response(Rejection::storage_full());
   // A failed or reset turn committed nothing and released nothing: sending the request
   // again is safe, so it is "unavailable, retry", like a full mailbox or a restart.
   if (is(error, RuntimeErrc::overloaded) || is(error, RuntimeErrc::stopped) ||

@@ -55,6 +55,9 @@ class Connection;
 struct ServerState {
   HttpServer::Options options;
   std::atomic<bool> ready{false};
+  // set_unready_reason(): /readyz answers 503 with it while it is not empty.
+  mutable std::mutex unready_mutex;
+  std::string unready_reason;
   // Set once by begin_drain(): every response ends its connection from then on.
   std::atomic<bool> draining{false};
   std::mutex mutex;  // guards the two below
@@ -87,12 +90,23 @@ http::response<http::string_body> probe(const ServerState& state,
     res.set(http::field::allow, "GET, HEAD");
     return res;
   }
-  return path == "/healthz"
-             ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n")
-         : state.ready.load(std::memory_order_acquire)
-             ? plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n")
-             : plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
-                              "starting\n");
+  if (path == "/healthz") {
+    return plain_response(req.version(), req.keep_alive(), http::status::ok, "ok\n");
+  }
+  std::string unready;
+  {
+    std::lock_guard lock(state.unready_mutex);
+    unready = state.unready_reason;
+  }
+  if (!state.ready.load(std::memory_order_acquire)) {
+    return plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
+                          "starting\n");
+  }
+  if (!unready.empty()) {
+    return plain_response(req.version(), req.keep_alive(), http::status::service_unavailable,
+                          unready + "\n");
+  }
+  return plain_response(req.version(), req.keep_alive(), http::status::ok, "ready\n");
 }
 
 // The request line and header fields (Beast keeps them in arrival order), a name sent
@@ -794,6 +808,11 @@ void HttpServer::set_handler(Handler handler) {
 
 void HttpServer::set_ready(bool ready) {
   impl_->state->ready.store(ready, std::memory_order_release);
+}
+
+void HttpServer::set_unready_reason(std::string reason) {
+  std::lock_guard lock(impl_->state->unready_mutex);
+  impl_->state->unready_reason = std::move(reason);
 }
 
 void HttpServer::close_listener() {

@@ -67,6 +67,21 @@ Rejection Rejection::invalid_body(const ParseFailure& failure) {
   return make(400, failure.code, failure.message, "invalid_body", failure.id);
 }
 
+Rejection Rejection::storage_full() {
+  Rejection r;
+  r.http_status = 507;
+  r.headers.emplace_back("Content-Type", "application/json");
+  // Long enough that a crowd of clients does not hammer a full server, short enough that
+  // they come back soon after an operator frees space.
+  r.headers.emplace_back("Retry-After", "10");
+  r.body = error_response(std::nullopt, kTransportError,
+                          "Insufficient Storage: the server's storage is full, so this request "
+                          "was not run and nothing was changed; send it again later",
+                          R"({"reason":"no_space","retryAfterSeconds":10})");
+  r.reason = "no_space";
+  return r;
+}
+
 Rejection Rejection::method_not_allowed() {
   Rejection r = make(405, kTransportError, "Method Not Allowed: /mcp accepts GET, POST and DELETE",
                      "method_not_allowed");

@@ -84,6 +84,8 @@ Result<void> DurableObject::delete_all() {
 
 Result<void> DurableObject::commit() { return host_->commit_early(); }
 
+Result<void> DurableObject::check_storage_space() const { return host_->check_storage_space(); }
+
 Result<void> DurableObject::set_alarm(std::string_view name, std::int64_t due_ms) {
   return with_storage(host_, [&](detail::ObjectStorage& s) { return s.set_alarm(name, due_ms); });
 }

@@ -15,6 +15,7 @@ const char* to_string(RuntimeErrc e) {
     case RuntimeErrc::unknown_namespace: return "unknown_namespace";
     case RuntimeErrc::stopped: return "stopped";
     case RuntimeErrc::node_restarting: return "node_restarting";
+    case RuntimeErrc::no_space: return "no_space";
   }
   return "unknown";
 }

@@ -6,6 +6,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "dorm/storage/engine_log.hpp"
+
 #include <array>
 #include <ctime>
 #include <span>
@@ -193,6 +195,20 @@ void configure(LogFormat format, spdlog::level::level_enum level) {
   // Errors are rare and matter most right before a crash: write them through at once.
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+  // The storage engines' own diagnostics (RocksDB's info log, which no longer goes to a
+  // LOG file: see engine_log.hpp) become `rocksdb` events. Its info lines (options,
+  // flushes, compactions) are detail for whoever debugs the store: debug. Its warnings and
+  // errors: info, not warn or error, because RocksDB says ERROR for things that are
+  // normal here (creating a store logs "Error when reading ... dir NotFound"); what
+  // matters to an operator dorm reports itself (failed commits, storage_no_space).
+  storage::set_engine_log_sink([](storage::EngineLogLevel engine_level, std::string_view engine,
+                                  std::string_view message) {
+    auto at = spdlog::level::debug;
+    if (engine_level == storage::EngineLogLevel::warn || engine_level == storage::EngineLogLevel::error) {
+      at = spdlog::level::info;
+    }
+    emit(at, engine, {{"message", message}});
+  });
 }
 
 }  // namespace dorm::log

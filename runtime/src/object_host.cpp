@@ -55,6 +55,10 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
   caf::error failure;
   try {
     body();
+  } catch (const ErrorException& e) {
+    failure = make_error(
+        e.error().code == ErrorCode::no_space ? RuntimeErrc::no_space : RuntimeErrc::turn_failed,
+        std::string(what) + " threw: " + e.what());
   } catch (const std::exception& e) {
     failure = make_error(RuntimeErrc::turn_failed, std::string(what) + " threw: " + e.what());
   }
@@ -296,7 +300,9 @@ void ObjectHost::stop(StopReason reason, bool remember) {
 
 caf::error ObjectHost::finish_turn() {
   if (const auto& failure = storage_.failure()) {
-    auto error = make_error(RuntimeErrc::turn_failed, failure->describe());
+    auto error = make_error(
+        failure->code == ErrorCode::no_space ? RuntimeErrc::no_space : RuntimeErrc::turn_failed,
+        failure->describe());
     storage_.discard();
     outbox_.clear();
     return error;
@@ -306,6 +312,11 @@ caf::error ObjectHost::finish_turn() {
     if (committed.error().code == ErrorCode::fenced) {
       // The runtime crashed under this turn: to the sender it never happened.
       return make_error(RuntimeErrc::node_restarting, committed.error().message);
+    }
+    if (committed.error().code == ErrorCode::no_space) {
+      // The store refused the batch for space and applied nothing (storage's reserve): a
+      // condition of the disk, reported once by whoever watches it, not by every object.
+      return make_error(RuntimeErrc::no_space, committed.error().message);
     }
     return make_error(RuntimeErrc::turn_failed, "commit failed: " + committed.error().describe());
   }
@@ -363,7 +374,10 @@ void ObjectHost::release_outbox() {
 void ObjectHost::reset(const caf::error& why) {
   resetting_ = true;
   auto reason = describe(why);
-  log::warn("object_reset", {{"ns", id().ns()}, {"id", id().to_string()}, {"reason", reason}});
+  // A full disk resets every object that tried to write: one line each at warn would
+  // bury the one line that matters (storage_no_space, from whoever watches the store).
+  log::emit(is(why, RuntimeErrc::no_space) ? spdlog::level::debug : spdlog::level::warn, "object_reset",
+            {{"ns", id().ns()}, {"id", id().to_string()}, {"reason", reason}});
   auto span = start_span(trace::kResetSpan, trace());
   span.set_attribute(trace::attr::kResetReason, reason);
   span.record_exception("dorm.ObjectReset", reason);

@@ -38,6 +38,7 @@ class ObjectHost : public caf::event_based_actor {
   // could not be part of any commit.
   Result<ObjectStorage*> storage();
   Result<void> commit_early();
+  Result<void> check_storage_space() const { return impl_->backend.check_space(); }
   void send_message(const ObjectHandle& to, caf::message msg);
   Lease keep_alive() { return Lease(activation_); }
   void request_dispose(bool remember) {

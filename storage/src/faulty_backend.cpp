@@ -27,6 +27,24 @@ void FaultyBackend::fail_reads(std::uint64_t count) {
   reads_to_fail_ = count;
 }
 
+void FaultyBackend::set_no_space(bool full) {
+  std::lock_guard lock(mutex_);
+  no_space_ = full;
+}
+
+Error FaultyBackend::no_space_error() const {
+  return Error{ErrorCode::no_space,
+               describe() + " refuses writes: its disk is full (injected). Nothing was written"};
+}
+
+Result<void> FaultyBackend::check_space() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!no_space_) return BackendWrapper::check_space();
+  }
+  return no_space_error();
+}
+
 void FaultyBackend::set_plan(FaultPlan plan) {
   std::lock_guard lock(mutex_);
   plan_ = plan;
@@ -117,6 +135,16 @@ Result<std::vector<KeyValue>> FaultyBackend::scan(const ScanOptions& options) {
 
 Result<void> FaultyBackend::commit(const WriteBatch& batch) {
   delay();
+  bool full = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (no_space_) {
+      ++counters_.commits;
+      ++counters_.no_space_commits;
+      full = true;
+    }
+  }
+  if (full) return no_space_error();
   switch (next_commit_fault()) {
     case CommitFault::fail: return injected("commit failed, nothing applied");
     case CommitFault::durable_then_fail: {

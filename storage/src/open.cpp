@@ -12,7 +12,11 @@ Result<std::unique_ptr<Backend>> open_backend(const StorageUri& uri, OpenMode mo
     return std::unique_ptr<Backend>(std::move(result).value());
   };
   switch (uri.scheme) {
-    case Scheme::rocksdb: return widen(RocksDbBackend::open(uri.path, uri.durability, mode));
+    case Scheme::rocksdb: {
+      RocksDbBackend::Tuning tuning;
+      if (uri.reserve) tuning.reserve = *uri.reserve;
+      return widen(RocksDbBackend::open(uri.path, uri.durability, mode, tuning));
+    }
     case Scheme::sqlite: return widen(SqliteBackend::open(uri.path, uri.durability, mode));
     case Scheme::memory:
       if (mode == OpenMode::read_only) {

@@ -13,6 +13,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::fenced: return "fenced";
     case ErrorCode::unavailable: return "unavailable";
     case ErrorCode::read_only: return "read_only";
+    case ErrorCode::no_space: return "no_space";
     case ErrorCode::internal: return "internal";
   }
   return "unknown";

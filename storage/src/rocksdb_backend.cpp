@@ -3,8 +3,14 @@
 #include <sys/stat.h>
 
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/sst_file_manager.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
+
+#include <chrono>
+
+#include "dorm/storage/engine_log.hpp"
+#include "rocksdb_hooks.hpp"
 
 namespace dorm::storage {
 namespace {
@@ -13,7 +19,14 @@ Error from_status(const rocksdb::Status& status, const std::string& what) {
   ErrorCode code = ErrorCode::io_error;
   if (status.IsCorruption()) code = ErrorCode::corruption;
   if (status.IsInvalidArgument()) code = ErrorCode::invalid_argument;
+  if (status.IsNoSpace()) code = ErrorCode::no_space;
   return Error{code, what + ": " + status.ToString()};
+}
+
+std::int64_t monotonic_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 rocksdb::Slice slice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
@@ -63,6 +76,12 @@ rocksdb::Options RocksDbBackend::make_options(const Tuning& tuning) {
   table.metadata_block_size = 4096;
   table.pin_top_level_index_and_filter = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  // RocksDB's info log goes to dorm's log (engine_log.hpp), not to a LOG file: that
+  // file's writer asserts when a write to it fails on a full disk, aborting the process.
+  options.info_log = std::make_shared<detail::EngineLogger>();
+  // No automatic resume after a background error: the backend resumes once its reserve
+  // is free again (see resume_if_stopped).
+  options.max_bgerror_resume_count = 0;
   return options;
 }
 
@@ -100,6 +119,35 @@ Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& 
     options.env = env.get();
   } else {
     options.env = rocksdb::Env::Default();
+  }
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<SpaceReserve> reserve;
+  if (mode == OpenMode::read_write) {
+    options.listeners.push_back(std::make_shared<detail::StoreEvents>(stopped));
+    // Made here rather than left to RocksDB so that it logs through the engine logger.
+    // It postpones a compaction that would not fit in the free space instead of letting
+    // it fail half-way.
+    options.sst_file_manager.reset(rocksdb::NewSstFileManager(options.env, options.info_log));
+    if (!tuning.reserve.disabled()) {
+      SpaceReserve::Probe probe = tuning.probe;
+      if (!probe) probe = [path] { return probe_filesystem(path); };
+      auto space = probe();
+      if (!space) return std::move(space).error();
+      std::uint64_t keep = tuning.reserve.resolve(space->total_bytes);
+      // Refused before RocksDB writes anything: an open replays the WAL into a new
+      // table file and writes a new manifest, and on a full disk that is where it failed.
+      if (space->free_bytes < keep) {
+        return Error{ErrorCode::no_space,
+                     "cannot open rocksdb at '" + path + "' for writing: " +
+                         format_bytes(space->free_bytes) + " free on its filesystem, under the reserve of " +
+                         format_bytes(keep) + " (reserve=" + tuning.reserve.to_string() +
+                         " in the storage URI). Free space there, or lower the reserve; "
+                         "`dorm inspect` still reads the store"};
+      }
+      reserve = std::make_unique<SpaceReserve>(keep, "rocksdb at '" + path + "'", std::move(probe),
+                                               tuning.now ? tuning.now : SpaceReserve::Now(monotonic_ms));
+
+    }
   }
   rocksdb::DB* raw = nullptr;
   rocksdb::Status status;
@@ -141,6 +189,9 @@ Result<std::unique_ptr<RocksDbBackend>> RocksDbBackend::open(const std::string& 
   auto backend = std::unique_ptr<RocksDbBackend>(
       new RocksDbBackend(path, durability, mode, std::unique_ptr<rocksdb::DB>(raw)));
   backend->env_ = std::move(env);
+  backend->reserve_ = std::move(reserve);
+  backend->stopped_ = std::move(stopped);
+  backend->now_ = tuning.now ? tuning.now : SpaceReserve::Now(monotonic_ms);
   return backend;
 }
 
@@ -238,8 +289,52 @@ Result<void> RocksDbBackend::commit(const WriteBatch& batch) {
     }
     if (!s.ok()) return from_status(s, "rocksdb batch rejected");
   }
+  if (reserve_) {
+    // The batch's encoded size is what its WAL record costs; what RocksDB writes later
+    // for it (flushes, compactions) is what the reserve is for.
+    if (auto room = reserve_->admit(wb.GetDataSize()); !room) return room;
+  }
+  if (auto resumed = resume_if_stopped(); !resumed) return resumed;
   rocksdb::Status status = db_->Write(write_options_, &wb);
-  if (!status.ok()) return from_status(status, "rocksdb commit failed");
+  if (!status.ok()) {
+    // A write refused by a stopped database, or one that hit the disk's end itself
+    // (reserve=0, or another program filled the disk): resume once space allows.
+    if (status.IsIOError()) stopped_->store(true, std::memory_order_release);
+    return from_status(status, "rocksdb commit failed");
+  }
+  return {};
+}
+
+Result<void> RocksDbBackend::check_space() {
+  if (mode_ == OpenMode::read_only) return {};
+  if (reserve_) {
+    if (auto room = reserve_->check(); !room) return room;
+  }
+  // Space is there: a database stopped by a full disk takes writes again from now, not
+  // only from the next commit.
+  return resume_if_stopped();
+}
+
+Result<void> RocksDbBackend::resume_if_stopped() {
+  if (!stopped_->load(std::memory_order_acquire)) return {};
+  std::lock_guard lock(resume_mutex_);
+  if (!stopped_->load(std::memory_order_acquire)) return {};
+  // A resume flushes the memtables, which on a disk still full fails after writing for a
+  // while (seconds, with reserve=0): tried at most once per kResumeInterval, and in
+  // between the last failure is the answer, so requests on a full disk stay cheap.
+  auto now = now_();
+  if (last_resume_failure_ && now - resume_failed_at_ms_ < kResumeInterval.count()) {
+    return *last_resume_failure_;
+  }
+  rocksdb::Status status = db_->Resume();
+  if (!status.ok()) {
+    last_resume_failure_ = from_status(status, "rocksdb at '" + path_ + "' cannot take writes yet");
+    resume_failed_at_ms_ = now;
+    return *last_resume_failure_;
+  }
+  last_resume_failure_.reset();
+  stopped_->store(false, std::memory_order_release);
+  engine_log(EngineLogLevel::warn, "rocksdb", "writes resumed after a background error (" + path_ + ")");
   return {};
 }
 

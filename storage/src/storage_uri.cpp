@@ -25,9 +25,17 @@ std::string StorageUri::to_string() const {
   std::string out{storage::to_string(scheme)};
   out += ':';
   out += path;
+  char separator = '?';
   if (durability != Durability::process) {
-    out += "?durability=";
+    out += separator;
+    out += "durability=";
     out += storage::to_string(durability);
+    separator = '&';
+  }
+  if (reserve) {
+    out += separator;
+    out += "reserve=";
+    out += reserve->to_string();
   }
   return out;
 }
@@ -90,8 +98,16 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
         } else {
           return bad(uri, "durability must be process or fsync, not '" + std::string(value) + "'");
         }
+      } else if (name == "reserve") {
+        if (out.scheme != Scheme::rocksdb) {
+          return bad(uri, "reserve applies to rocksdb: only (" + std::string(scheme) +
+                              ": keeps no space reserve)");
+        }
+        auto reserve = ReserveSpec::parse(value);
+        if (!reserve) return bad(uri, reserve.error().message);
+        out.reserve = *reserve;
       } else {
-        return bad(uri, "unknown option '" + std::string(name) + "' (known: durability)");
+        return bad(uri, "unknown option '" + std::string(name) + "' (known: durability, reserve)");
       }
       if (amp == std::string_view::npos) break;
       pos = amp + 1;

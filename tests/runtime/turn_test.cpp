@@ -149,6 +149,26 @@ TEST_CASE("output gate: a failed commit releases nothing, resets the object, fai
   f.expected_active = 1;
 }
 
+TEST_CASE("a full store: the turn fails with no_space, keeps nothing, and the object resets") {
+  CounterFixture f;
+  auto c = f.handle("counter", "a");
+  Reply first, refused, after;
+  f.runtime->request(c, first.handler(), add_atom::value, 1);
+  f.runtime->run_until_idle();
+  REQUIRE(first.as_int() == 1);
+  f.faulty.set_no_space(true);
+  f.runtime->request(c, refused.handler(), add_atom::value, 5);
+  f.runtime->run_until_idle();
+  // Its own error, so callers can tell a full disk from a broken store.
+  CHECK(refused.error_text().find("dorm::no_space") != std::string::npos);
+  CHECK(f.runtime->active_objects() == 0);
+  f.faulty.set_no_space(false);
+  f.runtime->request(c, after.handler(), get_atom::value);
+  f.runtime->run_until_idle();
+  CHECK(after.as_int() == 1);
+  f.expected_active = 1;
+}
+
 TEST_CASE("output gate: commit durable but reported failed: no reply, the next activation sees it") {
   CounterFixture f;
   auto c = f.handle("counter", "a");

@@ -30,6 +30,7 @@
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/open.hpp"
 #include "serve_auth.hpp"
+#include "storage_watch.hpp"
 #include "version.hpp"
 
 namespace dorm::tools {
@@ -452,7 +453,8 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
 // signal handler: no new connections or sessions, /readyz 503, idle connections closed),
 // (b) running calls finish within the drain window, (c) the rest are answered with
 // server_draining, (d) the runtime stops and the store closes. A watchdog bounds it all.
-int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& server,
+int serve_until_stopped(Runtime& runtime, storage::Backend& store,
+                        std::unique_ptr<mcp::HttpServer>& server,
                         const mcp::McpEndpoint::Options& endpoint_options,
                         mcp::OAuthResource* oauth, const ServeOptions& options,
                         Signals& signals) {
@@ -472,6 +474,8 @@ int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& serv
     }
     endpoint.handle(std::move(request), std::move(respond));
   });
+  // From now on a full disk shows in /readyz and the log (storage_watch.hpp).
+  auto watch = std::make_unique<StorageWatch>(store, srv);
   if (!signals.stop_requested()) {
     srv.set_ready(true);
     std::printf("listening on http://%s/mcp\n", srv.local_address().to_string().c_str());
@@ -493,6 +497,7 @@ int serve_until_stopped(Runtime& runtime, std::unique_ptr<mcp::HttpServer>& serv
   // shutdown while they run); the server object outlives the runtime, whose sessions may
   // still answer through it as they stop.
   watchdog.stage("stopping the runtime and closing the store");
+  watch.reset();
   srv.stop();
   // Requests parked for the authorization server's keys are answered (503, to sockets
   // already closed) before the endpoint and the page they would call into go away.
@@ -515,7 +520,10 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
   auto pool_created = create_engine_pool(options);
   auto store = opening.get();
   if (!store) {
-    log::error("storage_open_failed", {{"error", store.error().message}});
+    // code=no_space: the disk has less free space than the store's reserve
+    // (docs/storage.md, "Disk full").
+    log::error("storage_open_failed",
+               {{"code", to_string(store.error().code)}, {"error", store.error().message}});
     return 1;
   }
   log::info("storage_open", {{"storage", (*store)->describe()}});
@@ -540,7 +548,7 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
-  return serve_until_stopped(runtime, server, endpoint_options, oauth, options, signals);
+  return serve_until_stopped(runtime, **store, server, endpoint_options, oauth, options, signals);
 }
 
 }  // namespace

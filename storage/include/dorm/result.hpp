@@ -30,6 +30,7 @@ enum class ErrorCode {
   fenced,            // this handle was fenced off; a newer owner exists
   unavailable,       // not ready yet or shutting down
   read_only,         // a write to a store opened read-only; nothing was changed
+  no_space,          // the store's disk is (nearly) full: the write was refused, nothing changed
   internal,          // a bug in dorm
 };
 

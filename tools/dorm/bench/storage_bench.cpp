@@ -215,16 +215,28 @@ double open_after_kill_ms(const std::string& dir) {
 // The subjects of the process-durability rows and, with fsync rows, of the fsync ones
 // (memory has no fsync cost to show).
 struct Subjects {
-  std::vector<std::string> names = {"raw rocksdb", "dorm rocksdb", "dorm sqlite", "dorm memory"};
+  // "dorm rocksdb" keeps the default free-space reserve (checked before every commit);
+  // "reserve=0" checks nothing, so the two tell what the check costs.
+  std::vector<std::string> names = {"raw rocksdb", "dorm rocksdb", "dorm rocksdb reserve=0",
+                                    "dorm sqlite", "dorm memory"};
   std::vector<std::unique_ptr<Subject>> process;
-  std::vector<std::string> fsync_names = {"raw rocksdb", "dorm rocksdb", "dorm sqlite"};
+  std::vector<std::string> fsync_names = {"raw rocksdb", "dorm rocksdb", "dorm rocksdb reserve=0",
+                                          "dorm sqlite"};
   std::vector<std::unique_ptr<Subject>> fsync;
 };
+
+std::unique_ptr<Subject> without_reserve(const fs::path& path, Durability durability) {
+  storage::RocksDbBackend::Tuning tuning;
+  tuning.reserve = storage::ReserveSpec{0};
+  return std::make_unique<ThroughBackend>(must(storage::RocksDbBackend::open(
+      path.string(), durability, storage::OpenMode::read_write, tuning)));
+}
 
 void open_subjects(Subjects& out, const fs::path& root, bool fsync_rows) {
   out.process.push_back(std::make_unique<RawRocksDb>((root / "raw").string(), Durability::process));
   out.process.push_back(std::make_unique<ThroughBackend>(
       must(storage::RocksDbBackend::open((root / "rocksdb").string(), Durability::process))));
+  out.process.push_back(without_reserve(root / "rocksdb-no-reserve", Durability::process));
   out.process.push_back(std::make_unique<ThroughBackend>(
       must(storage::SqliteBackend::open((root / "sqlite.db").string(), Durability::process))));
   out.process.push_back(
@@ -234,6 +246,7 @@ void open_subjects(Subjects& out, const fs::path& root, bool fsync_rows) {
         std::make_unique<RawRocksDb>((root / "raw-fsync").string(), Durability::fsync));
     out.fsync.push_back(std::make_unique<ThroughBackend>(
         must(storage::RocksDbBackend::open((root / "rocksdb-fsync").string(), Durability::fsync))));
+    out.fsync.push_back(without_reserve(root / "rocksdb-no-reserve-fsync", Durability::fsync));
     out.fsync.push_back(std::make_unique<ThroughBackend>(must(
         storage::SqliteBackend::open((root / "sqlite-fsync.db").string(), Durability::fsync))));
   }
@@ -365,9 +378,11 @@ void run_backends(const StorageBenchOptions& options, const fs::path& root) {
               kScanPrefixes, kScanWidth);
   for (auto& s : subjects.process) prefill(*s);
   static_cast<RawRocksDb&>(*subjects.process[0]).flush();
-  if (auto* rocks = dynamic_cast<storage::RocksDbBackend*>(
-          &static_cast<ThroughBackend&>(*subjects.process[1]).backend())) {
-    rocks->db().Flush(rocksdb::FlushOptions());  // both RocksDB subjects read from tables
+  for (std::size_t i : {1, 2}) {
+    if (auto* rocks = dynamic_cast<storage::RocksDbBackend*>(
+            &static_cast<ThroughBackend&>(*subjects.process[i]).backend())) {
+      rocks->db().Flush(rocksdb::FlushOptions());  // every RocksDB subject reads from tables
+    }
   }
 
   Inputs inputs = make_inputs(options.ops);

@@ -188,6 +188,11 @@ class HttpServer {
   // From now on `/readyz` answers 200 (true) or 503 (false). Thread-safe.
   void set_ready(bool ready);
 
+  // While `reason` is not empty, `/readyz` answers 503 with it as the body (one line),
+  // even when ready: the server is up but cannot do its work (its storage is full, say).
+  // An empty reason clears it. `/healthz` is not affected. Thread-safe.
+  void set_unready_reason(std::string reason);
+
   // Closes the listening socket so a successor can bind the port; connections already
   // accepted, or queued by the kernel and not yet accepted (they are accepted first),
   // continue. Idempotent, thread-safe, returns once the socket is closed.

@@ -111,6 +111,10 @@ struct Rejection {
   static Rejection pre_initialize();
   // 400 with the failure's code (-32700 or -32600), message and id.
   static Rejection invalid_body(const ParseFailure& failure);
+  // 507 Insufficient Storage with `Retry-After: 10`, -32000 and data.reason "no_space":
+  // the server's storage is full, so the request was refused before anything ran and
+  // nothing was changed; the same request may be sent again once space is freed.
+  static Rejection storage_full();
 
   // The answers check_request gives, for callers that need one directly.
   static Rejection method_not_allowed();

@@ -152,6 +152,11 @@ class DurableObject {
   // Commits what this turn wrote so far and releases what it sent. Only in on_start
   // (anywhere else it fails with invalid_argument and changes nothing).
   Result<void> commit();
+  // Whether the store refuses commits for lack of space right now (Backend::check_space):
+  // no_space while it does. Reads still work then; an object that can answer without
+  // writing (a replay, say) may still do so, and one that must write can refuse early,
+  // before it runs anything, instead of failing at its commit.
+  Result<void> check_storage_space() const;
 
   // ---- alarms: part of this turn's batch; "" is the default alarm ----
   // A due time in the past fires as soon as the turn has committed.

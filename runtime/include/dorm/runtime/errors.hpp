@@ -21,6 +21,7 @@ enum class RuntimeErrc : std::uint8_t {
   unknown_namespace = 5,
   stopped = 6,        // the runtime is shutting down
   node_restarting = 7,  // the runtime holding this message crashed before handling it
+  no_space = 8,       // the store's disk is full: this turn's commit was refused, nothing kept
 };
 
 const char* to_string(RuntimeErrc e);

@@ -126,8 +126,16 @@ class Backend {
   // the same key wins), and durably as the store's durability mode promises, before
   // returning success. An empty batch succeeds and changes nothing.
   // Errors: invalid_argument for a delete_range whose end precedes its begin (nothing is
-  // applied); io_error when the store could not write (nothing was applied).
+  // applied); no_space when the store's disk is too full to take it (nothing is applied;
+  // see check_space); io_error when the store could not write (nothing was applied).
   virtual Result<void> commit(const WriteBatch& batch) = 0;
+
+  // Whether commits are being refused for lack of space right now, without writing
+  // anything: no_space (with a message naming the free space and the reserve) while they
+  // are, success otherwise. Cheap enough to ask before every request (RocksDB answers from
+  // a cached free-space figure). Reads are never refused for space. The default, for a
+  // store that keeps no space reserve, always succeeds.
+  virtual Result<void> check_space() { return {}; }
 
   // The durability this store was opened with.
   virtual Durability durability() const = 0;
@@ -153,6 +161,7 @@ class BackendWrapper : public Backend {
     return target_.scan(options);
   }
   Result<void> commit(const WriteBatch& batch) override { return target_.commit(batch); }
+  Result<void> check_space() override { return target_.check_space(); }
   Durability durability() const override { return target_.durability(); }
   std::string describe() const override { return target_.describe(); }
 

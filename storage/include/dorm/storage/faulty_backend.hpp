@@ -40,6 +40,9 @@ class FaultyBackend final : public BackendWrapper {
   void fail_commit_after_durable(std::uint64_t n = 1);
   // The next `count` reads (get, get_many, scan) fail.
   void fail_reads(std::uint64_t count = 1);
+  // While `full`, the store behaves as one whose disk is full: check_space() answers
+  // no_space and every commit fails with no_space and applies nothing; reads go on.
+  void set_no_space(bool full);
   // Replaces the plan and reseeds the generator; armed faults stay armed.
   void set_plan(FaultPlan plan);
 
@@ -50,6 +53,7 @@ class FaultyBackend final : public BackendWrapper {
     std::uint64_t reads = 0;             // read calls
     std::uint64_t scans = 0;             // scan calls (also counted in reads)
     std::uint64_t failed_reads = 0;
+    std::uint64_t no_space_commits = 0;  // refused while set_no_space(true)
   };
   Counters counters() const;
 
@@ -58,6 +62,7 @@ class FaultyBackend final : public BackendWrapper {
       std::span<const std::string> keys) override;
   Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
   Result<void> commit(const WriteBatch& batch) override;
+  Result<void> check_space() override;
   std::string describe() const override;
 
  private:
@@ -65,6 +70,7 @@ class FaultyBackend final : public BackendWrapper {
   CommitFault next_commit_fault();
   bool next_read_fails();
   void delay() const;
+  Error no_space_error() const;
 
   std::unique_ptr<Backend> owned_;  // null when the target is borrowed
   mutable std::mutex mutex_;
@@ -73,6 +79,7 @@ class FaultyBackend final : public BackendWrapper {
   std::uint64_t fail_commit_at_ = 0;      // commit number (1-based) that fails, 0 = none
   std::uint64_t durable_fail_at_ = 0;     // commit number that is durable but fails
   std::uint64_t reads_to_fail_ = 0;
+  bool no_space_ = false;
   Counters counters_;
 };
 
