@@ -63,6 +63,35 @@ test('oauth: the SDK client with a client-credentials token for dorm initializes
   assert.equal(foreign.res.status, 404, foreign.text);
 });
 
+test('oauth: the approval page takes the owner\'s access token; another principal\'s valid token is refused', async (t) => {
+  const as = await AuthorizationServer.start(t);
+  const { url } = await startOAuthServe(t, as, ['--code-mode', '--engine-workers', '1', '--engine-slots', '2']);
+  const token = await as.token({ resource: url.href });
+  const { client } = await sdkClient(t, url, token);
+  const paused = await client.callTool({ name: 'execute', arguments: { code: 'return await tools.counter_increment({})' } });
+  const s = paused.structuredContent;
+  assert.equal(s.status, 'waiting_for_interaction', JSON.stringify(paused));
+  const page = new URL(`/approve/${s.executionId}`, url);
+  const approve = (bearer) => fetch(page, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${bearer}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: 'action=accept',
+  });
+
+  // Another client of the same AS: a valid token, another principal. Nothing changes.
+  const other = await as.token({ resource: url.href, client: CLIENTS[1] });
+  const intruder = await approve(other);
+  assert.equal(intruder.status, 403, await intruder.text());
+  const bad = await approve('not-a-jwt');
+  assert.equal(bad.status, 401);
+
+  const approved = await approve(token);
+  assert.equal(approved.status, 200, await approved.text());
+  const done = await client.callTool({ name: 'resume', arguments: { executionId: s.executionId, action: 'accept' } });
+  assert.equal(done.structuredContent.status, 'completed', JSON.stringify(done));
+  assert.equal(done.structuredContent.result, 1);
+});
+
 test('oauth: Protected Resource Metadata, and the 401 that points at it', async (t) => {
   const as = await AuthorizationServer.start(t);
   const { url } = await startOAuthServe(t, as);

@@ -227,7 +227,7 @@ struct Subjects {
 
 std::unique_ptr<Subject> without_reserve(const fs::path& path, Durability durability) {
   storage::RocksDbBackend::Tuning tuning;
-  tuning.reserve = storage::ReserveSpec{0};
+  tuning.reserve.bytes = 0;  // no reserve: never refused for space
   return std::make_unique<ThroughBackend>(must(storage::RocksDbBackend::open(
       path.string(), durability, storage::OpenMode::read_write, tuning)));
 }
