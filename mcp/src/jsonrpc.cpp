@@ -159,7 +159,7 @@ void write_raw(JsonWriter& w, std::string_view json) {
   w.RawValue(json.data(), json.size(), rapidjson::kObjectType);
 }
 
-bool object_or_array(std::string_view json) {
+[[maybe_unused]] bool object_or_array(std::string_view json) {
   return !json.empty() && (json.front() == '{' || json.front() == '[');
 }
 

@@ -67,7 +67,7 @@ test('bad --listen and bad --storage are rejected with a reason', async (t) => {
 test('--version and --help', async (t) => {
   const version = new DormProcess(t, ['--version']);
   assert.equal((await version.waitForExit()).code, 0);
-  assert.match(version.stdoutLines.join('\n'), /^dorm \d+\.\d+\.\d+$/);
+  assert.match(version.stdoutLines[0], /^dorm \d+\.\d+\.\d+ \(commit /);
 
   const help = new DormProcess(t, ['serve', '--help']);
   assert.equal((await help.waitForExit()).code, 0);
@@ -108,4 +108,15 @@ test('--trace-file in a directory that does not exist is a clear start-up error'
   const bad = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--storage', 'memory:', '--trace-file', '/nonexistent-dir/spans.jsonl']);
   assert.equal((await bad.waitForExit()).code, 1);
   assert.match(bad.stderr, /cannot open trace file '\/nonexistent-dir\/spans\.jsonl': No such file or directory/);
+});
+
+test('dorm --version names the version, the commit and the libraries in use', async (t) => {
+  const proc = new DormProcess(t, ['--version']);
+  assert.equal((await proc.waitForExit()).code, 0, proc.stderr);
+  const [first, ...libraries] = proc.stdoutLines.filter((l) => l.trim() !== '');
+  assert.match(first, /^dorm \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown)\)$/);
+  const names = libraries.map((l) => l.trim().split(' ')[0]);
+  assert.deepEqual(names, ['CAF', 'RocksDB', 'V8', 'SQLite', 'Boost']);
+  assert.match(libraries[0], /CAF 0\.17\.\d+$/);
+  assert.match(libraries[2], /V8 10\.2\./);
 });

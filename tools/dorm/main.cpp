@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "dorm/runtime/log.hpp"
 #include "inspect.hpp"
 #include "serve.hpp"
+#include "settings.hpp"
 #ifdef DORM_WITH_BENCH
 #include "bench/bare_http_server.hpp"
 #include "bench/boot_bench.hpp"
@@ -25,7 +27,7 @@
 #include "bench/storage_bench.hpp"
 #include "bench/streams_bench.hpp"
 #endif
-#include "version.hpp"
+#include "build_info.hpp"
 
 namespace {
 
@@ -51,7 +53,8 @@ void add_program_options(CLI::App& app, LogChoice& log) {
   app.add_option("--log-level", log.level, "Lowest level logged")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
-  app.set_version_flag("--version", std::string("dorm ") + dorm::kVersion);
+  app.set_version_flag("--version", dorm::tools::version_text(),
+                       "Print dorm's version and commit, and its libraries' versions");
   app.require_subcommand(1);
 }
 
@@ -196,6 +199,11 @@ Subcommand add_serve(CLI::App& app) {
   cmd->add_flag("!--no-reaper", line->serve.reaper, "Leave requests killed by a restart unanswered")
       ->group("");
   cmd->add_flag("!--no-priming", line->serve.priming, "Send no priming events")->group("");
+  cmd->footer(
+      "Every option may also come from the environment, as DORM_ and its name in upper case "
+      "(--lock-wait: DORM_LOCK_WAIT), or from the TOML file of --config (lock-wait = 10). "
+      "The command line wins over the environment, which wins over the file. "
+      "docs/operations.md#configuration");
   return {cmd, [line] {
             auto ms = [](double seconds) {
               return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
@@ -621,8 +629,22 @@ int main(int argc, char** argv) {
   add_program_options(app, log);
   Subcommands commands{add_serve(app), add_inspect(app), add_deploy_sim(app)};
   add_bench(app, commands);
+  // dorm serve reads DORM_* variables and a config file; every other command reads only the
+  // program's own variables (DORM_LOG_FORMAT, DORM_LOG_LEVEL).
+  CLI::App* serve_command = commands.front().command;
+  dorm::tools::Settings serve_settings({&app, serve_command}, serve_command);
+  dorm::tools::Settings program_settings({&app}, nullptr);
 
   CLI11_PARSE(app, argc, argv);
+  auto& settings = serve_command->parsed() ? serve_settings : program_settings;
+  if (auto applied = settings.apply(dorm::tools::process_environment()); !applied) {
+    std::fprintf(stderr, "dorm: %s\n", applied.error().message.c_str());
+    return 2;
+  }
+  if (serve_settings.print_requested() && serve_command->parsed()) {
+    std::fputs(serve_settings.effective_toml().c_str(), stdout);
+    return 0;
+  }
   // Both were checked against the same lists by CLI11 above.
   dorm::log::configure(*dorm::log::parse_format(log.format), *dorm::log::parse_level(log.level));
   for (const auto& c : commands) {

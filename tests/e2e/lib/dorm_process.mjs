@@ -18,9 +18,13 @@ export function tempDir(t) {
 }
 
 // A running dorm child. Collects stdout lines and stderr text; killed by PID at test end.
+// `env` adds variables to the test's own environment for the child.
 export class DormProcess {
-  constructor(t, args) {
-    this.child = spawn(DORM_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  constructor(t, args, { env } = {}) {
+    this.child = spawn(DORM_BIN, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: env ? { ...process.env, ...env } : process.env,
+    });
     this.pid = this.child.pid;
     this.stdoutLines = [];
     this.stderr = '';
