@@ -176,11 +176,13 @@ Result<std::optional<StoredObject>> StoreInspector::find_object(std::string_view
   }
   if (!body && codec_) body = std::string(codec_->from_name(ns, text).body());
   if (!body) {
-    return Error{ErrorCode::invalid_argument,
-                 "'" + std::string(text) + "' is not an object id of namespace '" +
-                     std::string(ns) +
-                     "' (this store holds no id secret, so objects can be named only by the "
-                     "hex digits of their id)"};
+    // Appended, not `"'" + std::string(...)`: GCC 12 at -O3 misreads that as an oversized
+    // memcpy (-Wstringop-overflow, GCC bug 105329).
+    std::string message = "'";
+    message.append(text).append("' is not an object id of namespace '").append(ns).append(
+        "' (this store holds no id secret, so objects can be named only by the hex digits of "
+        "their id)");
+    return Error{ErrorCode::invalid_argument, std::move(message)};
   }
   auto key = first_key(*backend_, keys::object_prefix(ns, *body),
                        storage::ScanOptions::prefix_successor(keys::object_prefix(ns, *body)));
