@@ -1,4 +1,4 @@
-// dorm — the command-line program: serve, inspect, deploy-sim, bench.
+// dorm — the command-line program: serve, inspect, backup, restore, deploy-sim, bench.
 //
 // Each subcommand is one function that adds its own options to the parser and returns how
 // to run it once parsed; main() lists them in the order --help shows them.
@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "backup.hpp"
 #include "deploy_sim/deploy_sim.hpp"
 #include "dorm/runtime/log.hpp"
 #include "inspect.hpp"
@@ -619,7 +620,11 @@ int main(int argc, char** argv) {
   CLI::App app{"dorm: a durable-object actor runtime and MCP server", "dorm"};
   LogChoice log;
   add_program_options(app, log);
-  Subcommands commands{add_serve(app), add_inspect(app), add_deploy_sim(app)};
+  Subcommands commands{add_serve(app), add_inspect(app)};
+  for (auto entry : {dorm::tools::add_backup_command(app), dorm::tools::add_restore_command(app)}) {
+    commands.push_back({entry.command, std::move(entry.run)});
+  }
+  commands.push_back(add_deploy_sim(app));
   add_bench(app, commands);
 
   CLI11_PARSE(app, argc, argv);
