@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -31,7 +32,9 @@ std::string join(const std::string& dir, std::string_view name) {
   return (fs::path(dir) / std::string(name)).string();
 }
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 // Unix milliseconds as ISO-8601 UTC, e.g. 2026-12-03T06:50:01.250Z.
 std::string iso_utc(std::int64_t ms) {
@@ -52,7 +55,8 @@ std::int64_t now_ms() {
 
 Result<void> fsync_path(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return Error{ErrorCode::io_error, "cannot open '" + path + "' to sync it: " + errno_text()};
+  if (fd < 0)
+    return Error{ErrorCode::io_error, "cannot open '" + path + "' to sync it: " + errno_text()};
   int rc = ::fsync(fd);
   std::string why = rc != 0 ? errno_text() : std::string();
   ::close(fd);
@@ -77,7 +81,8 @@ Result<void> write_file_durably(const std::string& path, std::string_view text) 
   }
   if (auto ok = fsync_path(temporary, O_RDONLY); !ok) return ok;
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    return Error{ErrorCode::io_error, "cannot rename '" + temporary + "' to '" + path + "': " + errno_text()};
+    return Error{ErrorCode::io_error,
+                 "cannot rename '" + temporary + "' to '" + path + "': " + errno_text()};
   }
   return fsync_path(parent_of(path), O_RDONLY | O_DIRECTORY);
 }
@@ -244,7 +249,8 @@ Result<BackupManifest> BackupManifest::from_json(std::string_view json, std::str
   m.dorm_version = dorm->GetString();
   const auto* keys = member("keys");
   const auto* bytes = member("bytes");
-  if (!keys || !keys->IsUint64() || !bytes || !bytes->IsUint64()) return bad("no \"keys\" or \"bytes\"");
+  if (!keys || !keys->IsUint64() || !bytes || !bytes->IsUint64())
+    return bad("no \"keys\" or \"bytes\"");
   m.contents = {keys->GetUint64(), bytes->GetUint64()};
   const auto* generation = member("generation");
   if (generation && !generation->IsNull()) {
@@ -256,9 +262,12 @@ Result<BackupManifest> BackupManifest::from_json(std::string_view json, std::str
 
 std::string restore_marker_path(const StorageUri& target) {
   switch (target.scheme) {
-    case Scheme::rocksdb: return join(target.path, "DORM-RESTORE-INCOMPLETE");
-    case Scheme::sqlite: return target.path + ".restore-incomplete";
-    case Scheme::memory: return {};
+    case Scheme::rocksdb:
+      return join(target.path, "DORM-RESTORE-INCOMPLETE");
+    case Scheme::sqlite:
+      return target.path + ".restore-incomplete";
+    case Scheme::memory:
+      return {};
   }
   return {};
 }
@@ -279,9 +288,9 @@ bool is_backup_dir(const std::string& path) {
 Result<BackupManifest> read_backup_manifest(const std::string& dir) {
   std::string path = join(dir, kBackupManifestName);
   if (!exists(path)) {
-    return Error{ErrorCode::not_found,
-                 "no backup in '" + dir + "': it has no " + std::string(kBackupManifestName) +
-                     " (a backup that did not finish has none)"};
+    return Error{ErrorCode::not_found, "no backup in '" + dir + "': it has no " +
+                                           std::string(kBackupManifestName) +
+                                           " (a backup that did not finish has none)"};
   }
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
@@ -320,7 +329,8 @@ Result<BackupManifest> create_backup(const StorageUri& source, const std::string
     if (made_dir) {
       fs::remove_all(dir, ignored);
     } else {
-      for (const auto& entry : fs::directory_iterator(dir, ignored)) fs::remove_all(entry.path(), ignored);
+      for (const auto& entry : fs::directory_iterator(dir, ignored))
+        fs::remove_all(entry.path(), ignored);
     }
     return error;
   };
@@ -388,33 +398,49 @@ Result<CopyStats> restore_backup(const std::string& dir, const StorageUri& targe
                                             describe_stats(manifest->contents)};
   }
 
+  // Whether the target may be written: looked at read-only first, so that a refusal
+  // leaves even its files as they were (a read-write RocksDB open rewrites its manifest),
+  // and again under the lock, which a server may have taken in between.
+  std::string marker = restore_marker_path(target);
+  auto refusal = [&](Backend& store) -> Result<bool> {
+    ScanOptions any;
+    any.limit = 1;
+    auto first = store.scan(any);
+    if (!first) return std::move(first).error();
+    bool unfinished = exists(marker);
+    if ((!first->empty() || unfinished) && !options.force) {
+      return Error{ErrorCode::invalid_argument,
+                   into + (unfinished ? "it holds an unfinished restore" : "it is not empty") +
+                       "; --force replaces what it holds. Nothing was changed"};
+    }
+    return !first->empty();
+  };
+  if (exists(target.path)) {
+    // not_found (a directory that holds no store yet) is left to the read-write open.
+    if (auto look = detail::open_store(target, OpenMode::read_only); look) {
+      if (auto ok = refusal(**look); !ok) return std::move(ok).error();
+    }
+  }
+
   // Every commit synced, whatever durability the URI asks of a server.
   StorageUri synced = target;
   synced.durability = Durability::fsync;
   auto opened = detail::open_store(synced, OpenMode::read_write);
   if (!opened) {
     if (opened.error().code == ErrorCode::busy) {
-      return Error{ErrorCode::busy, into + "it is in use (stop the dorm serve that holds it "
-                                           "first); nothing was changed. " +
+      return Error{ErrorCode::busy, into +
+                                        "it is in use (stop the dorm serve that holds it "
+                                        "first); nothing was changed. " +
                                         opened.error().message};
     }
     return Error{opened.error().code, into + opened.error().message};
   }
   std::unique_ptr<Backend> store = std::move(*opened);
-  std::string marker = restore_marker_path(target);
-  ScanOptions any;
-  any.limit = 1;
-  auto first = store->scan(any);
-  if (!first) return std::move(first).error();
-  bool unfinished = exists(marker);
-  if ((!first->empty() || unfinished) && !options.force) {
-    return Error{ErrorCode::invalid_argument,
-                 into + (unfinished ? "it holds an unfinished restore" : "it is not empty") +
-                     "; --force replaces what it holds. Nothing was changed"};
-  }
+  auto occupied = refusal(*store);
+  if (!occupied) return std::move(occupied).error();
 
   if (auto ok = write_file_durably(marker, dir + "\n"); !ok) return std::move(ok).error();
-  if (!first->empty()) {
+  if (*occupied) {
     if (auto ok = clear_store(*store); !ok) return std::move(ok).error();
   }
   CopyStats written;
@@ -430,8 +456,8 @@ Result<CopyStats> restore_backup(const std::string& dir, const StorageUri& targe
   if (!copied) return std::move(copied).error();
   store.reset();  // closed: every commit was synced
   if (written != manifest->contents) {
-    return Error{ErrorCode::corruption, into + "copied " + describe_stats(written) +
-                                            ", not the " + describe_stats(manifest->contents) +
+    return Error{ErrorCode::corruption, into + "copied " + describe_stats(written) + ", not the " +
+                                            describe_stats(manifest->contents) +
                                             " of its manifest (the marker stays)"};
   }
   if (auto ok = remove_durably(marker); !ok) return std::move(ok).error();

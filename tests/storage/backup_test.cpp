@@ -1,9 +1,12 @@
 // Backups (backup.hpp, Backend::backup_to), for both file backends: a copy made while
 // another handle commits holds every batch acknowledged before it started, each batch
 // whole; a restore puts it back; and every refusal says why and changes nothing.
+#include "dorm/storage/backup.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,7 +16,6 @@
 #include <string>
 #include <thread>
 
-#include "dorm/storage/backup.hpp"
 #include "dorm/storage/faulty_backend.hpp"
 #include "dorm/storage/memory_backend.hpp"
 #include "dorm/storage/open.hpp"
@@ -215,7 +217,11 @@ TEST_CASE("backup: restore into a fresh store gives back exactly what the copy h
     {
       auto owner = must_open(uri);
       for (int i = 0; i < 1000; ++i) put(*owner, "k" + std::to_string(i), std::string(i % 97, 'x'));
-      put(*owner, std::string("\xff\xff" "high", 6), "y");  // beyond any delete range
+      put(*owner,
+          std::string("\xff\xff"
+                      "high",
+                      6),
+          "y");  // beyond any delete range
       put(*owner, std::string("\0zero", 5), "");
     }
     auto original = everything(uri);
@@ -342,7 +348,8 @@ TEST_CASE("backup: refusals of restore change nothing") {
     }
 
     // Another kind, memory:, the backup's own copy.
-    std::string other = s.name == "rocksdb" ? "sqlite:" + (dir / "other.sqlite") : "rocksdb:" + (dir / "other");
+    std::string other =
+        s.name == "rocksdb" ? "sqlite:" + (dir / "other.sqlite") : "rocksdb:" + (dir / "other");
     refuse(other, {}, ErrorCode::invalid_argument, "the backup holds a " + s.name + " store");
     CHECK_FALSE(std::filesystem::exists(uri_of(other).path));
     auto to_memory = dorm::storage::restore_backup(backup_dir, uri_of("memory:"), {});

@@ -40,9 +40,8 @@ int backup(const BackupCommandOptions& options) {
   };
   auto made = storage::create_backup(*uri, options.to, how);
   if (!made) {
-    log::error("backup_failed", {{"storage", options.storage},
-                                 {"to", options.to},
-                                 {"error", made.error().message}});
+    log::error("backup_failed",
+               {{"storage", options.storage}, {"to", options.to}, {"error", made.error().message}});
     return 1;
   }
   log::info("backup_done", {{"storage", made->source},
@@ -102,9 +101,9 @@ CommandEntry add_backup_command(CLI::App& app) {
 
 CommandEntry add_restore_command(CLI::App& app) {
   auto options = std::make_shared<RestoreCommandOptions>();
-  auto* cmd = app.add_subcommand(
-      "restore",
-      "Put a backup made by dorm backup into a store no server is using (docs/operations.md#backups)");
+  auto* cmd = app.add_subcommand("restore",
+                                 "Put a backup made by dorm backup into a store no server is using "
+                                 "(docs/operations.md#backups)");
   cmd->add_option("--from", options->from, "The backup directory")->required();
   cmd->add_option("--storage,--store", options->storage,
                   "Storage URI of the store to restore into (made if missing)")
