@@ -147,6 +147,7 @@ for (const [scheme, name] of [['rocksdb', 'data'], ['sqlite', 'data.sqlite']]) {
     // A server on the restored store has every session, every write acknowledged before
     // the backup, and of each session's writes a prefix.
     const second = await serve(t, restoredStorage);
+    const restoredCounts = [];
     await Promise.all(writers.map(async (w, s) => {
       let present = 0;
       for (let i = 0; i < attempted[s]; ++i) {
@@ -160,7 +161,9 @@ for (const [scheme, name] of [['rocksdb', 'data'], ['sqlite', 'data.sqlite']]) {
         present = i + 1;
       }
       assert.ok(present >= ackedBefore[s], `session ${s}: ${present} writes restored, ${ackedBefore[s]} acknowledged before the backup`);
+      restoredCounts[s] = present;
     }));
+    t.diagnostic(`writes per session: acknowledged before the backup ${ackedBefore}, when it ended ${ackedAfter}, restored ${restoredCounts}, attempted ${attempted}`);
     const missing = await post(second.url, call(5, 'kv_get', { key: 'w0' }), { session: later });
     assert.equal(missing.res.status, 404, missing.text);
     await stop(second);
