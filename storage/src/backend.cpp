@@ -18,6 +18,12 @@ std::string_view to_string(OpenMode m) noexcept {
   return "unknown";
 }
 
+Result<CopyStats> Backend::backup_to(const std::string& path) {
+  return Error{ErrorCode::not_supported, describe() + " cannot make a backup (its backend has no "
+                                                      "backup_to): nothing was written to '" +
+                                             path + "'"};
+}
+
 std::optional<std::string> ScanOptions::prefix_successor(std::string_view prefix) {
   std::string s(prefix);
   while (!s.empty() && static_cast<unsigned char>(s.back()) == 0xFF) s.pop_back();

@@ -45,4 +45,10 @@ Result<void> FencedBackend::commit(const WriteBatch& batch) {
   return BackendWrapper::commit(batch);
 }
 
+Result<CopyStats> FencedBackend::backup_to(const std::string& path) {
+  std::shared_lock lock(mutex_);
+  if (fenced_) return fenced_error(*this);
+  return BackendWrapper::backup_to(path);
+}
+
 }  // namespace dorm::storage

@@ -1,12 +1,16 @@
 #include "dorm/storage/open.hpp"
 
+#include <sys/stat.h>
+
+#include "dorm/storage/backup.hpp"
 #include "dorm/storage/memory_backend.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "dorm/storage/sqlite_backend.hpp"
+#include "open_store.hpp"
 
 namespace dorm::storage {
 
-Result<std::unique_ptr<Backend>> open_backend(const StorageUri& uri, OpenMode mode) {
+Result<std::unique_ptr<Backend>> detail::open_store(const StorageUri& uri, OpenMode mode) {
   auto widen = [](auto result) -> Result<std::unique_ptr<Backend>> {
     if (!result) return std::move(result).error();
     return std::unique_ptr<Backend>(std::move(result).value());
@@ -28,6 +32,23 @@ Result<std::unique_ptr<Backend>> open_backend(const StorageUri& uri, OpenMode mo
       return std::unique_ptr<Backend>(std::make_unique<MemoryBackend>(uri.durability));
   }
   return Error{ErrorCode::internal, "unhandled storage scheme"};
+}
+
+Result<std::unique_ptr<Backend>> open_backend(const StorageUri& uri, OpenMode mode) {
+  if (mode == OpenMode::read_write) {
+    // A store whose restore was cut short holds only part of its backup: serving it
+    // would look like lost data. Read-only opens (inspect) may still look at it.
+    std::string marker = restore_marker_path(uri);
+    struct stat st {};
+    if (!marker.empty() && ::lstat(marker.c_str(), &st) == 0) {
+      return Error{ErrorCode::unavailable,
+                   "'" + uri.to_string() +
+                       "' holds an unfinished restore (a `dorm restore` into it was cut "
+                       "short; its marker is '" + marker +
+                       "'): run the restore again with --force, or remove the store"};
+    }
+  }
+  return detail::open_store(uri, mode);
 }
 
 Result<std::unique_ptr<Backend>> open_backend(std::string_view uri, OpenMode mode) {

@@ -14,6 +14,7 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::unavailable: return "unavailable";
     case ErrorCode::read_only: return "read_only";
     case ErrorCode::no_space: return "no_space";
+    case ErrorCode::not_supported: return "not_supported";
     case ErrorCode::internal: return "internal";
   }
   return "unknown";

@@ -332,6 +332,62 @@ Result<void> SqliteBackend::commit(const WriteBatch& batch) {
   return {};
 }
 
+Result<CopyStats> SqliteBackend::backup_to(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    return Error{ErrorCode::invalid_argument,
+                 "cannot back up " + describe() + " into '" + path +
+                     "': it exists already (a backup is written to a new path)"};
+  }
+  auto c = connection();
+  if (!c) return std::move(c).error();
+  sqlite3* source = (*c)->db;
+  sqlite3* copy = nullptr;
+  // The destination closes however this ends (the caller removes a failed copy).
+  struct Close {
+    sqlite3*& db;
+    ~Close() { sqlite3_close_v2(db); }
+  } close_copy{copy};
+  if (sqlite3_open_v2(path.c_str(), &copy,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    return sqlite_error(copy, "cannot create the backup sqlite database '" + path + "'");
+  }
+  // The copy's pages are synced when the backup commits them (synchronous=FULL, the
+  // default of a connection that has not switched to WAL yet). It becomes a WAL database
+  // like the original when next opened: the mode is recorded in the copied header.
+  if (auto ok = exec(copy, "PRAGMA synchronous=FULL"); !ok) return std::move(ok).error();
+  sqlite3_backup* backup = sqlite3_backup_init(copy, "main", source, "main");
+  if (!backup) return sqlite_error(copy, "cannot start a backup of " + describe());
+  // -1: every page in one step, under one read transaction on the source. Copying in
+  // smaller steps would let the source's commits in between restart the copy.
+  int rc = sqlite3_backup_step(backup, -1);
+  int finished = sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) {
+    return Error{(rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED ? ErrorCode::busy
+                                                                              : ErrorCode::io_error,
+                 "backup of " + describe() + " into '" + path + "' failed: " + sqlite3_errstr(rc)};
+  }
+  if (finished != SQLITE_OK) {
+    return sqlite_error(copy, "backup of " + describe() + " into '" + path + "' failed");
+  }
+  // Counted in the copy, which is exactly what the backup holds.
+  sqlite3_stmt* count = nullptr;
+  if (sqlite3_prepare_v2(copy, "SELECT count(*), coalesce(sum(length(k) + length(v)), 0) FROM kv",
+                         -1, &count, nullptr) != SQLITE_OK) {
+    return sqlite_error(copy, "cannot count the backup sqlite database '" + path + "'");
+  }
+  CopyStats stats;
+  rc = sqlite3_step(count);
+  if (rc == SQLITE_ROW) {
+    stats.keys = static_cast<std::uint64_t>(sqlite3_column_int64(count, 0));
+    stats.bytes = static_cast<std::uint64_t>(sqlite3_column_int64(count, 1));
+  }
+  sqlite3_finalize(count);
+  if (rc != SQLITE_ROW) return sqlite_error(copy, "cannot count the backup sqlite database '" + path + "'");
+  return stats;
+}
+
 Result<int> SqliteBackend::synchronous_pragma() {
   auto c = connection();
   if (!c) return std::move(c).error();

@@ -92,7 +92,19 @@ Result<StoreReport> collect_report(storage::Backend& backend, const InspectOptio
 }
 
 int inspect(const InspectOptions& options) {
-  auto backend = storage::open_backend(options.storage, storage::OpenMode::read_only);
+  std::optional<storage::BackupManifest> backup;
+  std::string uri = options.storage;
+  if (storage::is_backup_dir(options.storage)) {
+    auto manifest = storage::read_backup_manifest(options.storage);
+    if (!manifest) {
+      log::error("inspect_failed",
+                 {{"storage", options.storage}, {"error", manifest.error().message}});
+      return 1;
+    }
+    uri = storage::backup_store_uri(options.storage, *manifest).to_string();
+    backup = std::move(*manifest);
+  }
+  auto backend = storage::open_backend(uri, storage::OpenMode::read_only);
   if (!backend) {
     log::error("inspect_failed",
                {{"storage", options.storage}, {"error", backend.error().message}});
@@ -103,6 +115,7 @@ int inspect(const InspectOptions& options) {
     log::error("inspect_failed", {{"storage", options.storage}, {"error", report.error().message}});
     return 1;
   }
+  report->backup = std::move(backup);
   std::string out = options.json ? format_json(*report) + "\n" : format_text(*report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);

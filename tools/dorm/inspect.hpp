@@ -7,7 +7,9 @@
 // "dorm.alarms", in due order; entries of the others, "mcp.inflight" decoded), and, for
 // MCP sessions, each one's metadata, alarms, in-flight journal records and streams with
 // their events decoded. Everything is collected into a StoreReport first and then printed
-// as text for people or as one JSON document (--json) for scripts.
+// as text for people or as one JSON document (--json) for scripts. A backup directory made
+// by `dorm backup` may be given in place of a URI: its copy is inspected, and its manifest
+// shown.
 #pragma once
 
 #include <cstddef>
@@ -18,11 +20,13 @@
 #include "dorm/result.hpp"
 #include "dorm/runtime/store_inspector.hpp"
 #include "dorm/storage/backend.hpp"
+#include "dorm/storage/backup.hpp"
 
 namespace dorm::tools {
 
 struct InspectOptions {
-  std::string storage;  // a storage URI (storage_uri.hpp); memory: has nothing to inspect
+  // A storage URI (storage_uri.hpp; memory: has nothing to inspect), or a backup directory.
+  std::string storage;
   bool json = false;
   // Which sessions are shown in detail: empty for the first `limit` (in id order), "all"
   // for every one, or one session named by its object id or by its MCP session id.
@@ -45,6 +49,7 @@ struct IndexReport {
 
 struct StoreReport {
   std::string storage;  // the backend's description
+  std::optional<storage::BackupManifest> backup;  // when a backup directory was inspected
   bool ids_complete = true;
   StoredRuntimeState runtime;
   std::vector<NamespaceCount> namespaces;
@@ -66,7 +71,7 @@ std::string format_text(const StoreReport& report);
 // The report as one JSON document (RapidJSON), events' JSON-RPC messages as JSON values.
 std::string format_json(const StoreReport& report);
 
-// The subcommand: opens options.storage read-only, prints the report to stdout and
+// The subcommand: opens options.storage (or the copy in a backup directory) read-only, prints the report to stdout and
 // returns the exit status (0; 1 with the reason logged when the store cannot be opened
 // or read, or the session is not there).
 int inspect(const InspectOptions& options);

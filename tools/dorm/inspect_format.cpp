@@ -388,6 +388,32 @@ std::string format_json(const StoreReport& report) {
   bytes(w, report.storage);
   key(w, "readOnly");
   w.Bool(true);
+  key(w, "backup");
+  if (report.backup) {
+    const auto& b = *report.backup;
+    w.StartObject();
+    key(w, "source");
+    bytes(w, b.source);
+    key(w, "backend");
+    str(w, storage::to_string(b.backend));
+    key(w, "createdAt");
+    str(w, utc(b.created_at_ms));
+    key(w, "dormVersion");
+    bytes(w, b.dorm_version);
+    key(w, "keys");
+    w.Uint64(b.contents.keys);
+    key(w, "bytes");
+    w.Uint64(b.contents.bytes);
+    key(w, "generation");
+    if (b.generation) {
+      w.Uint64(*b.generation);
+    } else {
+      w.Null();
+    }
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   key(w, "runtime");
   w.StartObject();
   key(w, "generation");
@@ -463,6 +489,12 @@ std::string format_json(const StoreReport& report) {
 std::string format_text(const StoreReport& report) {
   Text t;
   t.field("storage", printable(report.storage) + " (opened read-only)");
+  if (report.backup) {
+    t.field("backup", "of " + printable(report.backup->source) + ", taken " +
+                          utc(report.backup->created_at_ms) + " by dorm " +
+                          printable(report.backup->dorm_version) + ": " +
+                          plural(report.backup->contents.keys, "key", "keys"));
+  }
   if (report.runtime.generation) {
     std::string marker = report.runtime.clean_shutdown == report.runtime.generation
                              ? "shut down cleanly"

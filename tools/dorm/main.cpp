@@ -1,4 +1,4 @@
-// dorm — the command-line program: serve, inspect, deploy-sim, bench.
+// dorm — the command-line program: serve, inspect, backup, restore, deploy-sim, bench.
 //
 // Each subcommand is one function that adds its own options to the parser and returns how
 // to run it once parsed; main() lists them in the order --help shows them.
@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "backup.hpp"
 #include "deploy_sim/deploy_sim.hpp"
 #include "dorm/runtime/log.hpp"
 #include "inspect.hpp"
@@ -627,7 +628,11 @@ int main(int argc, char** argv) {
   CLI::App app{"dorm: a durable-object actor runtime and MCP server", "dorm"};
   LogChoice log;
   add_program_options(app, log);
-  Subcommands commands{add_serve(app), add_inspect(app), add_deploy_sim(app)};
+  Subcommands commands{add_serve(app), add_inspect(app)};
+  for (auto entry : {dorm::tools::add_backup_command(app), dorm::tools::add_restore_command(app)}) {
+    commands.push_back({entry.command, std::move(entry.run)});
+  }
+  commands.push_back(add_deploy_sim(app));
   add_bench(app, commands);
   // dorm serve reads DORM_* variables and a config file; every other command reads only the
   // program's own variables (DORM_LOG_FORMAT, DORM_LOG_LEVEL).

@@ -31,6 +31,7 @@ enum class ErrorCode {
   unavailable,       // not ready yet or shutting down
   read_only,         // a write to a store opened read-only; nothing was changed
   no_space,          // the store's disk is (nearly) full: the write was refused, nothing changed
+  not_supported,     // an optional capability this implementation does not have; nothing changed
   internal,          // a bug in dorm
 };
 

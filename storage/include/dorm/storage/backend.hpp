@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -99,6 +100,15 @@ struct ScanOptions {
   Bounds bounds() const;
 };
 
+// What a copy of a store holds (Backend::backup_to): its entries, and the bytes of their
+// keys and values together.
+struct CopyStats {
+  std::uint64_t keys = 0;
+  std::uint64_t bytes = 0;
+
+  friend bool operator==(const CopyStats&, const CopyStats&) = default;
+};
+
 class Backend {
  public:
   Backend() = default;
@@ -137,6 +147,18 @@ class Backend {
   // store that keeps no space reserve, always succeeds.
   virtual Result<void> check_space() { return {}; }
 
+  // Optional capability: online backup (`dorm backup`, backup.hpp). Writes a copy of the
+  // whole store as a new store of the same kind at `path`, which must not exist yet, and
+  // returns what the copy holds. The copy is one point in time: for every commit, it holds
+  // all of its writes or none of them, and it holds at least every commit a read through
+  // this handle would have seen when the call started. Other handles, in this process or
+  // another, may go on committing meanwhile, and are not held up. The copy is durable
+  // (synced) when this returns.
+  // Errors: not_supported (the default, for a store that cannot do this; nothing is
+  // written); invalid_argument when `path` exists; the store's own errors otherwise,
+  // after which `path` may hold an unusable partial copy (backup.hpp removes it).
+  virtual Result<CopyStats> backup_to(const std::string& path);
+
   // The durability this store was opened with.
   virtual Durability durability() const = 0;
 
@@ -162,6 +184,7 @@ class BackendWrapper : public Backend {
   }
   Result<void> commit(const WriteBatch& batch) override { return target_.commit(batch); }
   Result<void> check_space() override { return target_.check_space(); }
+  Result<CopyStats> backup_to(const std::string& path) override { return target_.backup_to(path); }
   Durability durability() const override { return target_.durability(); }
   std::string describe() const override { return target_.describe(); }
 

@@ -27,6 +27,7 @@ class FencedBackend final : public BackendWrapper {
       std::span<const std::string> keys) override;
   Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
   Result<void> commit(const WriteBatch& batch) override;
+  Result<CopyStats> backup_to(const std::string& path) override;
 
  private:
   // Calls hold it shared; fence() takes it exclusively to wait them out.

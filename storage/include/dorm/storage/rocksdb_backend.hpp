@@ -88,6 +88,13 @@ class RocksDbBackend final : public Backend {
   Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
   Result<void> commit(const WriteBatch& batch) override;
   Result<void> check_space() override;
+  // Copies the store through one iterator (so one implicit snapshot) into a new database
+  // at `path`, written without a WAL and flushed to synced table files at the end. Not a
+  // Checkpoint: that hard-links the live table files and needs control over file deletion,
+  // which a read-only instance (how `dorm backup` opens a served store) does not have. A
+  // read-only instance holds every table file open (max_open_files = -1), so the server's
+  // compactions cannot take one away mid-copy. docs/operations.md#backups has the reasoning.
+  Result<CopyStats> backup_to(const std::string& path) override;
   Durability durability() const override { return durability_; }
   std::string describe() const override;
   OpenMode mode() const { return mode_; }

@@ -45,6 +45,11 @@ class SqliteBackend final : public Backend {
       std::span<const std::string> keys) override;
   Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
   Result<void> commit(const WriteBatch& batch) override;
+  // Copies the database with SQLite's online backup API (sqlite3_backup_*) from this
+  // handle's connection, all pages in one step: one read transaction, so one snapshot, and
+  // being a WAL reader it never blocks the owner's commits (the owner cannot checkpoint
+  // past it meanwhile, so its WAL may grow during the copy).
+  Result<CopyStats> backup_to(const std::string& path) override;
   Durability durability() const override { return durability_; }
   std::string describe() const override;
   OpenMode mode() const { return mode_; }
