@@ -33,6 +33,8 @@ struct FileEntry {
   std::int64_t line;
   std::string spelled;  // the key as written, for messages
 };
+// By key, '_' spelled '-'.
+using FileEntries = std::map<std::string, FileEntry>;
 
 Error file_error(const std::string& path, std::int64_t line, const std::string& message) {
   return Error{ErrorCode::invalid_argument, path + ":" + std::to_string(line) + ": " + message};
@@ -69,7 +71,7 @@ std::string type_name(const toml::node& node) {
   }
 }
 
-Result<std::map<std::string, FileEntry>> read_file(const std::string& path) {
+Result<FileEntries> read_file(const std::string& path) {
   toml::table table;
   try {
     table = toml::parse_file(path);
@@ -82,7 +84,7 @@ Result<std::map<std::string, FileEntry>> read_file(const std::string& path) {
     }
     return file_error(path, where.line, std::string(e.description()));
   }
-  std::map<std::string, FileEntry> entries;
+  FileEntries entries;
   for (auto&& [key, node] : table) {
     std::int64_t line = key.source().begin.line;
     std::string spelled(key.str());
@@ -116,6 +118,22 @@ Result<std::map<std::string, FileEntry>> read_file(const std::string& path) {
     }
   }
   return entries;
+}
+
+// Every key of the file must name a setting before any value applies.
+Result<void> check_keys(const std::string& path, const FileEntries& entries,
+                        const std::vector<std::string>& keys) {
+  for (const auto& [normal, entry] : entries) {
+    bool known = std::find(keys.begin(), keys.end(), normal) != keys.end();
+    if (!known) {
+      std::string hint = normal == "config" || normal == "print-config"
+                             ? " (a config file cannot name another one, nor print itself)"
+                             : " (dorm serve --help lists the options; a key is an option's "
+                               "long name without the dashes)";
+      return file_error(path, entry.line, "unknown key '" + entry.spelled + "'" + hint);
+    }
+  }
+  return {};
 }
 
 // A value for the TOML output: numbers and booleans bare, anything else a quoted string.
@@ -206,38 +224,6 @@ Result<void> Settings::apply_text(Setting& setting, const std::vector<std::strin
   return {};
 }
 
-Result<void> Settings::apply_file(const std::string& path, const EnvironmentLookup& environment) {
-  auto entries = read_file(path);
-  if (!entries) return entries.error();
-  // Every key must name a setting before any applies.
-  for (const auto& [normal, entry] : *entries) {
-    bool known = std::any_of(settings_.begin(), settings_.end(),
-                             [&](const Setting& s) { return s.key == normal; });
-    if (!known) {
-      std::string hint = normal == "config" || normal == "print-config"
-                             ? " (a config file cannot name another one, nor print itself)"
-                             : " (dorm serve --help lists the options; a key is an option's "
-                               "long name without the dashes)";
-      return file_error(path, entry.line, "unknown key '" + entry.spelled + "'" + hint);
-    }
-  }
-  for (auto& setting : settings_) {
-    if (setting.source != SettingSource::default_value) continue;
-    if (auto value = environment(environment_name(*setting.option))) {
-      setting.source = SettingSource::environment;
-      setting.where = environment_name(*setting.option);
-      if (auto applied = apply_text(setting, {*value}); !applied) return applied;
-      continue;
-    }
-    auto entry = entries->find(setting.key);
-    if (entry == entries->end()) continue;
-    setting.source = SettingSource::file;
-    setting.where = path + ":" + std::to_string(entry->second.line);
-    if (auto applied = apply_text(setting, entry->second.values); !applied) return applied;
-  }
-  return {};
-}
-
 Result<void> Settings::apply(const EnvironmentLookup& environment) {
   for (auto& setting : settings_) {
     if (setting.option->count() > 0) setting.source = SettingSource::command_line;
@@ -245,14 +231,31 @@ Result<void> Settings::apply(const EnvironmentLookup& environment) {
   if (config_option_ != nullptr && config_option_->count() == 0) {
     if (auto path = environment(kConfigVariable)) config_path_ = *path;
   }
-  if (!config_path_.empty()) return apply_file(config_path_, environment);
+  FileEntries entries;
+  if (!config_path_.empty()) {
+    auto read = read_file(config_path_);
+    if (!read) return read.error();
+    entries = std::move(*read);
+    std::vector<std::string> keys;
+    for (const auto& setting : settings_) keys.push_back(setting.key);
+    if (auto checked = check_keys(config_path_, entries, keys); !checked) return checked;
+  }
+  // What the command line left unset: from the environment, else from the file.
   for (auto& setting : settings_) {
     if (setting.source != SettingSource::default_value) continue;
+    std::vector<std::string> values;
     if (auto value = environment(environment_name(*setting.option))) {
       setting.source = SettingSource::environment;
       setting.where = environment_name(*setting.option);
-      if (auto applied = apply_text(setting, {*value}); !applied) return applied;
+      values.push_back(*value);
+    } else if (auto entry = entries.find(setting.key); entry != entries.end()) {
+      setting.source = SettingSource::file;
+      setting.where = config_path_ + ":" + std::to_string(entry->second.line);
+      values = entry->second.values;
+    } else {
+      continue;
     }
+    if (auto applied = apply_text(setting, values); !applied) return applied;
   }
   return {};
 }

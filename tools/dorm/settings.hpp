@@ -67,7 +67,6 @@ class Settings {
   };
 
   Result<void> apply_text(Setting& setting, const std::vector<std::string>& values);
-  Result<void> apply_file(const std::string& path, const EnvironmentLookup& environment);
 
   std::vector<Setting> settings_;
   std::string config_path_;
