@@ -37,8 +37,8 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
     log::error("drain_failed", {{"error", drained.error().describe()}});
   } else {
     log::info("drain_stopped_calls", {{"calls", static_cast<std::int64_t>(drained->calls)},
-                                       {"sessions", static_cast<std::int64_t>(drained->sessions)},
-                                       {"failed", static_cast<std::int64_t>(drained->failed)}});
+                                      {"sessions", static_cast<std::int64_t>(drained->sessions)},
+                                      {"failed", static_cast<std::int64_t>(drained->failed)}});
     for (const auto& e : drained->errors) log::warn("drain_session_failed", {{"error", e}});
   }
   // Answered streams end on their own and their connections close (the server drains);

@@ -46,8 +46,8 @@ Result<std::unique_ptr<storage::Backend>> open_storage(const std::string& uri,
     if (store || store.error().code != ErrorCode::busy) return store;
     if (std::chrono::steady_clock::now() >= deadline) return store;
     if (!logged) {
-      log::info("storage_locked_waiting", {{"error", store.error().message},
-                                           {"lock_wait_ms", wait.count()}});
+      log::info("storage_locked_waiting",
+                {{"error", store.error().message}, {"lock_wait_ms", wait.count()}});
       logged = true;
     }
     if (stop.wait_for(std::chrono::milliseconds(50))) return store;
@@ -100,10 +100,11 @@ void raise_descriptor_limit(std::size_t max_connections) {
   // Storage, engine workers, the log and the listener need some of their own.
   constexpr rlim_t kOwnDescriptors = 1024;
   if (max_connections > 0 && limit.rlim_cur < max_connections + kOwnDescriptors) {
-    log::warn("descriptor_limit_low",
-              {{"limit", static_cast<std::int64_t>(limit.rlim_cur)},
-               {"max_connections", static_cast<std::int64_t>(max_connections)},
-               {"hint", "raise the hard limit (ulimit -Hn, LimitNOFILE=) or lower --max-connections"}});
+    log::warn(
+        "descriptor_limit_low",
+        {{"limit", static_cast<std::int64_t>(limit.rlim_cur)},
+         {"max_connections", static_cast<std::int64_t>(max_connections)},
+         {"hint", "raise the hard limit (ulimit -Hn, LimitNOFILE=) or lower --max-connections"}});
   }
 }
 
@@ -121,7 +122,8 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServerOptions& options,
   raise_descriptor_limit(options.max_connections);
   // Who is calling is checked before a body is read, from the first request on (policy
   // and tokens outlive the server: they are declared before it).
-  http.check_head = [policy, oauth](const mcp::HttpRequest& head) -> std::optional<mcp::HttpResponse> {
+  http.check_head = [policy,
+                     oauth](const mcp::HttpRequest& head) -> std::optional<mcp::HttpResponse> {
     std::string_view target = head.target;
     // The Protected Resource Metadata is public: it tells a caller without a token where
     // to get one (the handler answers 404 under the prefix for any other path).
@@ -259,7 +261,7 @@ struct Server::Impl::Startup {
 };
 
 Result<std::unique_ptr<Runtime>> Server::Impl::start_runtime(storage::Backend& store,
-                                                            trace::Tracer* tracer) {
+                                                             trace::Tracer* tracer) {
   RuntimeOptions runtime_options;
   runtime_options.tracer = tracer;
   runtime_options.version_label = options.version;
@@ -286,10 +288,10 @@ actors::McpSessionOptions Server::Impl::session_options() {
                              {"effect", "calls killed by a restart are left unanswered"}});
   }
   if (!options.priming) {
-    log::warn("dev_switch",
-              {{"switch", "--no-priming"},
-               {"effect", "streams get no priming event: clients cannot resume them before "
-                          "their first event"}});
+    log::warn("dev_switch", {{"switch", "--no-priming"},
+                             {"effect",
+                              "streams get no priming event: clients cannot resume them before "
+                              "their first event"}});
   }
   return session_options;
 }
@@ -420,19 +422,21 @@ int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Bac
   auto* oauth = s.oauth.get();
   mcp::McpEndpoint endpoint(runtime, s.endpoint_options);
   actors::ApprovalPage approval_page(runtime, s.endpoint_options.policy.tokens, oauth);
-  srv.set_handler([&endpoint, &approval_page, oauth](mcp::HttpRequest request, mcp::Respond respond) {
-    std::string_view target = request.target;
-    if (target.starts_with(actors::kApprovalPathPrefix)) {
-      return approval_page.handle(request, std::move(respond));
-    }
-    if (target.starts_with(mcp::kProtectedResourceMetadataPath)) {
-      if (!oauth || !oauth->is_metadata_path(target.substr(0, target.find('?')))) {
-        return respond(mcp::HttpResponse{404, {{"Content-Type", "text/plain; charset=utf-8"}}, "not found\n"});
-      }
-      return respond(mcp::protected_resource_metadata(*oauth, request));
-    }
-    endpoint.handle(std::move(request), std::move(respond));
-  });
+  srv.set_handler(
+      [&endpoint, &approval_page, oauth](mcp::HttpRequest request, mcp::Respond respond) {
+        std::string_view target = request.target;
+        if (target.starts_with(actors::kApprovalPathPrefix)) {
+          return approval_page.handle(request, std::move(respond));
+        }
+        if (target.starts_with(mcp::kProtectedResourceMetadataPath)) {
+          if (!oauth || !oauth->is_metadata_path(target.substr(0, target.find('?')))) {
+            return respond(mcp::HttpResponse{
+                404, {{"Content-Type", "text/plain; charset=utf-8"}}, "not found\n"});
+          }
+          return respond(mcp::protected_resource_metadata(*oauth, request));
+        }
+        endpoint.handle(std::move(request), std::move(respond));
+      });
   // From now on a full disk shows in /readyz and the log (storage_watch.hpp).
   auto watch = std::make_unique<StorageWatch>(store, srv);
   if (!stop.stop_requested()) {
@@ -485,17 +489,26 @@ Server::~Server() {
   impl_->run_cv.wait(lock, [this] { return impl_->run_state != Impl::RunState::running; });
 }
 
-mcp::ToolRegistry& Server::tools() { return impl_->tools; }
-mcp::ResourceRegistry& Server::resources() { return impl_->resources; }
-mcp::PromptRegistry& Server::prompts() { return impl_->prompts; }
+mcp::ToolRegistry& Server::tools() {
+  return impl_->tools;
+}
+mcp::ResourceRegistry& Server::resources() {
+  return impl_->resources;
+}
+mcp::PromptRegistry& Server::prompts() {
+  return impl_->prompts;
+}
 
-void Server::use_storage(storage::Backend& store) { impl_->given_store = &store; }
+void Server::use_storage(storage::Backend& store) {
+  impl_->given_store = &store;
+}
 
 int Server::run() {
   {
     std::lock_guard lock(impl_->run_mutex);
     if (impl_->run_state != Impl::RunState::before) {
-      log::error("server_run_again", {{"error", "Server::run() was called already; a Server runs once"}});
+      log::error("server_run_again",
+                 {{"error", "Server::run() was called already; a Server runs once"}});
       return 1;
     }
     impl_->run_state = Impl::RunState::running;

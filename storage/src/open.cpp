@@ -34,9 +34,9 @@ Result<std::unique_ptr<Backend>> detail::open_store(const StorageUri& uri, OpenM
     case Scheme::registered: {
       auto factory = detail::find_storage_scheme(uri.registered_scheme);
       if (!factory) {
-        return Error{ErrorCode::invalid_argument,
-                     "'" + uri.to_string() + "': storage scheme '" + uri.registered_scheme +
-                         "' is not registered"};
+        return Error{ErrorCode::invalid_argument, "'" + uri.to_string() + "': storage scheme '" +
+                                                      uri.registered_scheme +
+                                                      "' is not registered"};
       }
       auto opened = (*factory)(uri, mode);
       if (opened && !*opened) {

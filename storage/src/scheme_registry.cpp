@@ -23,8 +23,9 @@ class SchemeRegistry {
 
   Result<void> add(std::string_view name, StorageSchemeFactory factory) {
     std::unique_lock lock(mutex_);
-    if (!factories_.emplace(std::string(name), std::make_shared<const StorageSchemeFactory>(
-                                                  std::move(factory)))
+    if (!factories_
+             .emplace(std::string(name),
+                      std::make_shared<const StorageSchemeFactory>(std::move(factory)))
              .second) {
       return Error{ErrorCode::invalid_argument,
                    "storage scheme '" + std::string(name) + "' is registered already"};
@@ -57,8 +58,8 @@ std::string refuse_scheme_name(std::string_view name) {
   }
   if (name[0] < 'a' || name[0] > 'z') return "must start with a lower-case letter";
   for (char c : name) {
-    bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' ||
-                   c == '.';
+    bool allowed =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
     if (!allowed) return "may hold only lower-case letters, digits, '+', '-' and '.'";
   }
   if (name == "rocksdb" || name == "sqlite" || name == "memory") {
@@ -71,8 +72,7 @@ std::string refuse_scheme_name(std::string_view name) {
 
 Result<void> register_storage_scheme(std::string_view name, StorageSchemeFactory factory) {
   if (auto why = refuse_scheme_name(name); !why.empty()) {
-    return Error{ErrorCode::invalid_argument,
-                 "storage scheme '" + std::string(name) + "' " + why};
+    return Error{ErrorCode::invalid_argument, "storage scheme '" + std::string(name) + "' " + why};
   }
   if (!factory) {
     return Error{ErrorCode::invalid_argument,

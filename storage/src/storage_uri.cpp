@@ -82,8 +82,8 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
     out.scheme = Scheme::registered;
     out.registered_scheme = std::string(scheme);
   } else {
-    return bad(uri, "unknown scheme '" + std::string(scheme) + "' (expected " + known_schemes() +
-                        ")");
+    return bad(uri,
+               "unknown scheme '" + std::string(scheme) + "' (expected " + known_schemes() + ")");
   }
   if (out.scheme == Scheme::memory) {
     if (!path.empty()) return bad(uri, "memory: takes no path");

@@ -40,7 +40,8 @@ constexpr auto kBound = std::chrono::seconds(60);  // any one wait, ASan include
 class Runner {
  public:
   explicit Runner(Server& server)
-      : server_(server), status_(std::async(std::launch::async, [&server] { return server.run(); })) {}
+      : server_(server),
+        status_(std::async(std::launch::async, [&server] { return server.run(); })) {}
   ~Runner() {
     if (!status_.valid()) return;
     server_.stop();
@@ -137,8 +138,9 @@ class Client {
 
   // The text of tools/call `name`'s result.
   std::string call(const std::string& name, int id) {
-    auto res = post(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-                    R"(,"method":"tools/call","params":{"name":")" + name + R"(","arguments":{}}})");
+    auto res =
+        post(R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+             R"(,"method":"tools/call","params":{"name":")" + name + R"(","arguments":{}}})");
     REQUIRE(res.result_int() == 200);
     rapidjson::Document result;
     result.Parse(result_of(res.body(), id).c_str());
@@ -210,12 +212,13 @@ class CountingBackend final : public storage::BackendWrapper {
 TEST_CASE("server: a tool of its own, served on a registered storage scheme, across two runs") {
   static SchemeStore store;  // outlives the registry entry, which lasts for the process
   REQUIRE(storage::register_storage_scheme(
-                "counted",
-                [](const storage::StorageUri& uri,
-                   storage::OpenMode) -> Result<std::unique_ptr<storage::Backend>> {
-                  if (!uri.path.empty()) return Error{ErrorCode::invalid_argument, "counted: takes no path"};
-                  return std::unique_ptr<storage::Backend>(std::make_unique<CountingBackend>(store));
-                })
+              "counted",
+              [](const storage::StorageUri& uri,
+                 storage::OpenMode) -> Result<std::unique_ptr<storage::Backend>> {
+                if (!uri.path.empty())
+                  return Error{ErrorCode::invalid_argument, "counted: takes no path"};
+                return std::unique_ptr<storage::Backend>(std::make_unique<CountingBackend>(store));
+              })
               .ok());
 
   std::string session;
@@ -260,7 +263,8 @@ TEST_CASE("server: a tool of its own, served on a registered storage scheme, acr
   CHECK(store.opened.load() == 2);
   server.stop();
   CHECK(runner.status() == std::optional<int>(0));
-  CHECK(store.data.get(keys::meta(keys::kMetaGeneration)).value() == std::optional<std::string>("2"));
+  CHECK(store.data.get(keys::meta(keys::kMetaGeneration)).value() ==
+        std::optional<std::string>("2"));
 }
 
 TEST_CASE("server: use_storage serves the caller's backend, which it leaves open") {

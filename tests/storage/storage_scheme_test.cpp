@@ -49,7 +49,9 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("storage scheme: a registered scheme opens through its factory, with path, durability and options") {
+TEST_CASE(
+    "storage scheme: a registered scheme opens through its factory, with path, durability and "
+    "options") {
   Opened opened;
   REQUIRE(register_storage_scheme("test-log", recording(opened)).ok());
   CHECK(contains(registered_storage_schemes(), "test-log"));
@@ -99,12 +101,13 @@ TEST_CASE("storage scheme: a registered URI prints to a canonical form that pars
   CHECK(opened.calls.empty());
 }
 
-TEST_CASE("storage scheme: malformed URIs of a registered scheme are refused before its factory runs") {
+TEST_CASE(
+    "storage scheme: malformed URIs of a registered scheme are refused before its factory runs") {
   Opened opened;
   REQUIRE(register_storage_scheme("test-strict", recording(opened)).ok());
-  for (const char* text : {"test-strict:x?", "test-strict:x?a", "test-strict:x?=1",
-                           "test-strict:x?a=1&a=2", "test-strict:x?durability=always",
-                           "test-strict:a\nb", "test-strict:x?a=\x01"}) {
+  for (const char* text :
+       {"test-strict:x?", "test-strict:x?a", "test-strict:x?=1", "test-strict:x?a=1&a=2",
+        "test-strict:x?durability=always", "test-strict:a\nb", "test-strict:x?a=\x01"}) {
     CAPTURE(text);
     auto r = open_backend(text);
     REQUIRE_FALSE(r.ok());
@@ -157,11 +160,11 @@ TEST_CASE("storage scheme: bad names, built-in names and a second registration a
     std::string name;
     const char* reason;
   };
-  for (const Case& c : {Case{"", "1-32 characters"}, Case{std::string(33, 'a'), "1-32 characters"},
-                        Case{"Upper", "lower-case letter"}, Case{"1st", "lower-case letter"},
-                        Case{"-x", "lower-case letter"}, Case{"a:b", "may hold only"},
-                        Case{"a/b", "may hold only"}, Case{"a b", "may hold only"},
-                        Case{"tEst", "may hold only"}}) {
+  for (const Case& c :
+       {Case{"", "1-32 characters"}, Case{std::string(33, 'a'), "1-32 characters"},
+        Case{"Upper", "lower-case letter"}, Case{"1st", "lower-case letter"},
+        Case{"-x", "lower-case letter"}, Case{"a:b", "may hold only"}, Case{"a/b", "may hold only"},
+        Case{"a b", "may hold only"}, Case{"tEst", "may hold only"}}) {
     CAPTURE(c.name);
     auto r = register_storage_scheme(c.name, recording(second));
     REQUIRE_FALSE(r.ok());
@@ -179,7 +182,8 @@ TEST_CASE("storage scheme: bad names, built-in names and a second registration a
   CHECK(register_storage_scheme("test+a-b.c9", recording(second)).ok());
 }
 
-TEST_CASE("storage scheme: the factory's error is open_backend's, and no backend is an internal error") {
+TEST_CASE(
+    "storage scheme: the factory's error is open_backend's, and no backend is an internal error") {
   REQUIRE(register_storage_scheme("test-locked", [](const StorageUri& uri, OpenMode) {
             return Result<std::unique_ptr<Backend>>(
                 dorm::Error{ErrorCode::busy, "'" + uri.path + "' is held by another process"});
