@@ -23,6 +23,7 @@
 #include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/session_keys.hpp"
+#include "dorm/mcp/sse_data.hpp"
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::actors {
@@ -56,9 +57,9 @@ inline HttpResponse event_stream(const std::vector<std::string>& messages) {
   HttpResponse res;
   res.headers = {{"Content-Type", mcp::kEventStream}, {"Cache-Control", "no-cache"}};
   for (const auto& m : messages) {
-    res.body += "event: message\ndata: ";
-    res.body += m;
-    res.body += "\n\n";
+    res.body += "event: message\n";
+    mcp::append_sse_data(res.body, m);
+    res.body += '\n';
   }
   return res;
 }
@@ -72,9 +73,9 @@ inline HttpResponse bad_request(const std::optional<mcp::RequestId>& id, int cod
 
 // One SSE event as it goes on the wire: its id, then the message.
 inline std::string sse_event(const mcp::EventId& id, std::string_view data) {
-  std::string out = "id: " + id.to_string() + "\nevent: message\ndata: ";
-  out += data;
-  out += "\n\n";
+  std::string out = "id: " + id.to_string() + "\nevent: message\n";
+  mcp::append_sse_data(out, data);
+  out += '\n';
   return out;
 }
 

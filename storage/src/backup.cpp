@@ -267,6 +267,7 @@ std::string restore_marker_path(const StorageUri& target) {
     case Scheme::sqlite:
       return target.path + ".restore-incomplete";
     case Scheme::memory:
+    case Scheme::registered:
       return {};
   }
   return {};
@@ -306,6 +307,14 @@ Result<BackupManifest> create_backup(const StorageUri& source, const std::string
                  "memory: cannot be backed up: a memory store lives only inside the process "
                  "that made it, and `dorm backup` runs in another (back up a rocksdb: or "
                  "sqlite: store)"};
+  }
+  if (source.scheme == Scheme::registered) {
+    // A backup's manifest names a built-in kind, which restore and inspect open the copy
+    // as; a program's own scheme is not one of them.
+    return Error{ErrorCode::not_supported,
+                 source.registered_scheme +
+                     ": cannot be backed up with dorm's backups (they hold rocksdb: or sqlite: "
+                     "stores); use the store's own backup"};
   }
   std::error_code ec;
   bool made_dir = false;

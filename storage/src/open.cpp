@@ -7,6 +7,7 @@
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "dorm/storage/sqlite_backend.hpp"
 #include "open_store.hpp"
+#include "scheme_registry.hpp"
 
 namespace dorm::storage {
 
@@ -30,6 +31,20 @@ Result<std::unique_ptr<Backend>> detail::open_store(const StorageUri& uri, OpenM
                          "lives only inside the process that made it"};
       }
       return std::unique_ptr<Backend>(std::make_unique<MemoryBackend>(uri.durability));
+    case Scheme::registered: {
+      auto factory = detail::find_storage_scheme(uri.registered_scheme);
+      if (!factory) {
+        return Error{ErrorCode::invalid_argument, "'" + uri.to_string() + "': storage scheme '" +
+                                                      uri.registered_scheme +
+                                                      "' is not registered"};
+      }
+      auto opened = (*factory)(uri, mode);
+      if (opened && !*opened) {
+        return Error{ErrorCode::internal, "the factory of storage scheme '" +
+                                              uri.registered_scheme + "' returned no backend"};
+      }
+      return opened;
+    }
   }
   return Error{ErrorCode::internal, "unhandled storage scheme"};
 }

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "scheme_registry.hpp"
+
 namespace dorm::storage {
 namespace {
 
@@ -17,25 +19,42 @@ std::string_view to_string(Scheme s) noexcept {
     case Scheme::rocksdb: return "rocksdb";
     case Scheme::sqlite: return "sqlite";
     case Scheme::memory: return "memory";
+    case Scheme::registered: return "registered";
   }
   return "unknown";
 }
 
+std::string_view StorageUri::scheme_name() const noexcept {
+  return scheme == Scheme::registered ? std::string_view(registered_scheme)
+                                      : storage::to_string(scheme);
+}
+
 std::string StorageUri::to_string() const {
-  std::string out{storage::to_string(scheme)};
+  std::string out{scheme_name()};
   out += ':';
   out += path;
   char separator = '?';
-  if (durability != Durability::process) {
+  auto add = [&](std::string_view name, std::string_view value) {
     out += separator;
-    out += "durability=";
-    out += storage::to_string(durability);
+    out += name;
+    out += '=';
+    out += value;
     separator = '&';
-  }
-  if (reserve) {
-    out += separator;
-    out += "reserve=";
-    out += reserve->to_string();
+  };
+  if (durability != Durability::process) add("durability", storage::to_string(durability));
+  if (reserve) add("reserve", reserve->to_string());
+  for (const auto& [name, value] : options) add(name, value);
+  return out;
+}
+
+// "rocksdb, sqlite or memory", and the registered schemes.
+std::string known_schemes() {
+  auto registered = registered_storage_schemes();
+  if (registered.empty()) return "rocksdb, sqlite or memory";
+  std::string out = "rocksdb, sqlite, memory";
+  for (std::size_t i = 0; i < registered.size(); ++i) {
+    out += i + 1 == registered.size() ? " or " : ", ";
+    out += registered[i];
   }
   return out;
 }
@@ -43,7 +62,7 @@ std::string StorageUri::to_string() const {
 Result<StorageUri> parse_storage_uri(std::string_view uri) {
   auto colon = uri.find(':');
   if (colon == std::string_view::npos) {
-    return bad(uri, "expected SCHEME:PATH with scheme rocksdb, sqlite or memory");
+    return bad(uri, "expected SCHEME:PATH with scheme " + known_schemes());
   }
   std::string_view scheme = uri.substr(0, colon);
   std::string_view rest = uri.substr(colon + 1);
@@ -59,13 +78,16 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
     out.scheme = Scheme::sqlite;
   } else if (scheme == "memory") {
     out.scheme = Scheme::memory;
+  } else if (detail::find_storage_scheme(scheme)) {
+    out.scheme = Scheme::registered;
+    out.registered_scheme = std::string(scheme);
   } else {
-    return bad(uri, "unknown scheme '" + std::string(scheme) +
-                        "' (expected rocksdb, sqlite or memory)");
+    return bad(uri,
+               "unknown scheme '" + std::string(scheme) + "' (expected " + known_schemes() + ")");
   }
   if (out.scheme == Scheme::memory) {
     if (!path.empty()) return bad(uri, "memory: takes no path");
-  } else if (path.empty()) {
+  } else if (path.empty() && out.scheme != Scheme::registered) {
     return bad(uri, std::string(scheme) + ": needs a path, e.g. " + std::string(scheme) +
                         ":./dorm-data");
   }
@@ -87,6 +109,7 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
       }
       std::string_view name = pair.substr(0, eq);
       std::string_view value = pair.substr(eq + 1);
+      if (name.empty()) return bad(uri, "option '" + std::string(pair) + "' has no name");
       if (!seen.insert(name).second) {
         return bad(uri, "option '" + std::string(name) + "' is given twice");
       }
@@ -98,6 +121,12 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
         } else {
           return bad(uri, "durability must be process or fsync, not '" + std::string(value) + "'");
         }
+      } else if (out.scheme == Scheme::registered) {
+        // Its factory reads it (and refuses it if it does not know it).
+        for (unsigned char c : pair) {
+          if (c < 0x20 || c == 0x7f) return bad(uri, "an option contains a control character");
+        }
+        out.options.emplace_back(std::string(name), std::string(value));
       } else if (name == "reserve") {
         if (out.scheme != Scheme::rocksdb) {
           return bad(uri, "reserve applies to rocksdb: only (" + std::string(scheme) +

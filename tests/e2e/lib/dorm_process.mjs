@@ -17,11 +17,12 @@ export function tempDir(t) {
   return dir;
 }
 
-// A running dorm child. Collects stdout lines and stderr text; killed by PID at test end.
-// `env` adds variables to the test's own environment for the child.
+// A running dorm child (or another program of the build, `bin`). Collects stdout lines
+// and stderr text; killed by PID at test end. `env` adds variables to the test's own
+// environment for the child.
 export class DormProcess {
-  constructor(t, args, { env } = {}) {
-    this.child = spawn(DORM_BIN, args, {
+  constructor(t, args, { env, bin = DORM_BIN } = {}) {
+    this.child = spawn(bin, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: env ? { ...process.env, ...env } : process.env,
     });

@@ -2,7 +2,7 @@
 
 #include "dorm/runtime/log.hpp"
 
-namespace dorm::tools {
+namespace dorm::server {
 namespace {
 
 constexpr const char* kUnreadyReason =
@@ -91,4 +91,4 @@ void StorageWatch::look() {
   }
 }
 
-}  // namespace dorm::tools
+}  // namespace dorm::server

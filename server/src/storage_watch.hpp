@@ -1,9 +1,10 @@
-// StorageWatch: `dorm serve` looks at its store's free space once a second, so that a
-// full disk shows where operators look: `/readyz` answers 503 saying storage is full
-// (load balancers stop sending new work; `/healthz` stays 200, the process is fine), the
-// log says `storage_no_space` (at most every kLogInterval while it lasts) and
-// `storage_space_recovered` when it clears. Each look is Backend::check_space(), which
-// for RocksDB also resumes a database a full disk stopped, once the reserve is free.
+// StorageWatch: a server (dorm/server/server.hpp) looks at its store's free space once a
+// second, so that a full disk shows where operators look: `/readyz` answers 503 saying
+// storage is full (load balancers stop sending new work; `/healthz` stays 200, the
+// process is fine), the log says `storage_no_space` (at most every kLogInterval while it
+// lasts) and `storage_space_recovered` when it clears. Each look is
+// Backend::check_space(), which for RocksDB also resumes a database a full disk stopped,
+// once the reserve is free.
 #pragma once
 
 #include <chrono>
@@ -16,7 +17,7 @@
 #include "dorm/mcp/http_server.hpp"
 #include "dorm/storage/backend.hpp"
 
-namespace dorm::tools {
+namespace dorm::server {
 
 // What to do after one look, as a pure function of the time and what was seen, so the
 // logging rule is tested without threads or a real clock.
@@ -64,4 +65,4 @@ class StorageWatch {
   std::thread thread_;
 };
 
-}  // namespace dorm::tools
+}  // namespace dorm::server

@@ -1,10 +1,10 @@
-// SpaceReport: what `dorm serve`'s storage watcher does after each look, on a made-up
+// SpaceReport: what the server's storage watcher does after each look, on a made-up
 // clock (the watcher itself runs in tests/e2e/disk_full.test.mjs).
 #include <doctest/doctest.h>
 
 #include "storage_watch.hpp"
 
-using dorm::tools::SpaceReport;
+using dorm::server::SpaceReport;
 using Action = SpaceReport::Action;
 
 TEST_CASE("space report: says full at once, then at most every 10 s, and says when it clears") {

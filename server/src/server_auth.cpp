@@ -1,10 +1,10 @@
-#include "serve_auth.hpp"
+#include "server_auth.hpp"
 
 #include "dorm/runtime/log.hpp"
 
-namespace dorm::tools {
+namespace dorm::server {
 
-std::string auth_mode(const ServeOptions& options, const mcp::ListenAddress& listen) {
+std::string auth_mode(const ServerOptions& options, const mcp::ListenAddress& listen) {
   std::string mode = !options.auth.empty() ? options.auth : options.auth_tokens.empty() ? "none" : "tokens";
   auto refuse = [](const std::string& why) {
     log::error("bad_auth_options", {{"error", why}});
@@ -28,7 +28,7 @@ std::string auth_mode(const ServeOptions& options, const mcp::ListenAddress& lis
   return mode;
 }
 
-Result<std::unique_ptr<mcp::OAuthResource>> start_oauth(const ServeOptions& options) {
+Result<std::unique_ptr<mcp::OAuthResource>> start_oauth(const ServerOptions& options) {
   mcp::OAuthSettings settings;
   settings.issuer = options.oauth_issuer;
   settings.resource = options.oauth_audience;
@@ -38,4 +38,4 @@ Result<std::unique_ptr<mcp::OAuthResource>> start_oauth(const ServeOptions& opti
   return mcp::OAuthResource::start(std::move(settings));
 }
 
-}  // namespace dorm::tools
+}  // namespace dorm::server

@@ -1,0 +1,150 @@
+// dorm::server — serving MCP sessions over Streamable HTTP from a program of your own.
+//
+// A Server is what `dorm serve` runs, as a library: fill its tool, resource and prompt
+// registries, call run(), and it serves `/mcp` until SIGTERM or SIGINT (or stop()), then
+// drains and returns. run() starts in the same fixed order as `dorm serve`, so a restart
+// right after a kill answers as soon as possible (docs/mcp.md, "Starting up"):
+//
+//   1. bind the listener (`/healthz` 200, `/readyz` 503, `/mcp` requests wait);
+//   2. open storage — options.storage, a URI whose scheme may be one the program
+//      registered (dorm/storage/open.hpp), retried while another process holds its lock —
+//      or serve on the Backend given to use_storage();
+//   3. start the runtime (a new generation) and the MCP session namespace;
+//   4. reap: every session a dead predecessor left with calls in flight answers them;
+//   5. serve `/mcp`, `/readyz` 200, and say so (the ready line, or on_ready).
+//
+// A stop (the first SIGTERM or SIGINT, or stop()) drains: the listener closes, `/readyz`
+// answers 503, running calls finish for up to drain_timeout, the rest are answered with the
+// `server_draining` error, the runtime stops and the store closes (docs/mcp.md, "Graceful
+// drain"). A second stop cuts the drain short. If the stop has not finished shutdown_grace
+// after the drain deadline, the process exits with status 0 at once: everything a client
+// was told is done is committed, and the next start reaps the rest.
+//
+// This header brings in no Boost.Beast, CAF or RocksDB: a program with a few tools compiles
+// it in a moment.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dorm/mcp/prompt_registry.hpp"
+#include "dorm/mcp/resource_registry.hpp"
+#include "dorm/mcp/tool_registry.hpp"
+#include "dorm/storage/backend.hpp"
+
+namespace dorm::server {
+
+// Every option of `dorm serve`, under the same names (`--drain-timeout` is drain_timeout).
+struct ServerOptions {
+  std::string listen = "127.0.0.1:8808";
+  std::string storage = "rocksdb:./dorm-data";
+  int http_threads = 2;
+  // "tokens", "oauth" or "none"; empty: "tokens" with auth_tokens, else "none".
+  std::string auth;
+  // JSON token file; empty = single-user mode (loopback --listen only).
+  std::string auth_tokens;
+  // --auth oauth (docs/auth.md): the authorization server, this server's resource URI
+  // (empty: http://<bound address>/mcp) and the scopes every token needs.
+  std::string oauth_issuer;
+  std::string oauth_audience;
+  std::vector<std::string> oauth_scopes;
+  std::int64_t oauth_min_key_refresh_ms = 30'000;
+  bool oauth_allow_http = false;
+  // Beyond the loopback defaults.
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;
+  // How long to wait for another process's storage lock: long enough for a predecessor's
+  // drain window and shutdown grace (a rolling deploy starts the successor first).
+  std::chrono::milliseconds lock_wait{45'000};
+  // After a stop: how long running calls may go on finishing (0: stop them at once), and
+  // how long the stop may take after that before the process exits regardless.
+  std::chrono::milliseconds drain_timeout{30'000};
+  std::chrono::milliseconds shutdown_grace{5'000};
+  // SO_REUSEPORT, so a successor can bind the port while this server drains.
+  bool reuse_port = false;
+  // Open HTTP connections at most, streams included; one more gets 503 (0: no limit).
+  std::size_t max_connections = 10'000;
+  // Where finished spans go, one OTLP JSON line each; empty = no tracing.
+  std::string trace_file;
+  // Fixture tool sets to register (see dorm/actors/fixtures.hpp), after the tools the
+  // program registered.
+  std::vector<std::string> fixtures;
+  std::size_t tools_page_size = 100;
+  // The retry hint of priming events, in milliseconds.
+  std::int64_t retry_ms = 500;
+  // A session idle this long is deleted (--session-ttl).
+  std::int64_t session_ttl_s = 7 * 24 * 60 * 60;
+  // Development switches (hidden from --help), to reproduce the incident the reaper and
+  // priming events fix: --no-reaper leaves calls killed by a restart unanswered,
+  // --no-priming sends no priming event even to 2025-11-25 sessions.
+  bool reaper = true;
+  // Wake the sessions holding in-flight records before turning ready (--no-reap-at-boot).
+  bool reap_at_boot = true;
+  bool priming = true;
+  // Code mode: the execute and resume tools, run by a pool of sandboxed engine workers.
+  bool code_mode = false;
+  unsigned engine_workers = 0;  // 0: one per core
+  unsigned engine_slots = 4;    // executions per worker at once
+  // How long a paused execution waits for resume before its approval is declined.
+  std::int64_t approval_timeout_ms = 4 * 60 * 1000;
+  // How long a paused execution keeps its isolate for a prompt resume (0: cold at once).
+  std::int64_t warm_window_ms = 30'000;
+
+  // ---- for programs that embed the server (dorm serve leaves them as they are) ----
+  // What `initialize` answers as serverInfo.
+  std::string name = "dorm";
+  // serverInfo.version, and the runtime's version label: a start with a new label is a
+  // redeploy (docs/runtime.md). Empty: dorm's own version.
+  std::string version;
+  // run() stops at SIGTERM or SIGINT and reloads the token file at SIGHUP; it blocks those
+  // signals in its thread and the threads it starts, and takes them with a thread of its
+  // own. false: run() leaves signals alone and only stop() stops it (a program that
+  // handles signals itself, a test).
+  bool handle_signals = true;
+  // Runs once when the server is ready, on run()'s thread, with the endpoint's URL
+  // (`http://127.0.0.1:PORT/mcp`, the real port when listen asked for port 0). Unset: the
+  // ready line `listening on URL` goes to stdout, as `dorm serve` prints it.
+  std::function<void(const std::string& url)> on_ready;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options = {});
+  // Stops a run() still going on another thread as a second stop would, and waits for it.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // What every session offers. Fill them before run(), from one thread (adding is not
+  // thread-safe); from run() on they are read by every session and must not change.
+  mcp::ToolRegistry& tools();
+  mcp::ResourceRegistry& resources();
+  mcp::PromptRegistry& prompts();
+
+  // Serve on `store` instead of opening options.storage (lock_wait then does not apply).
+  // `store` must outlive run(); the server writes its generation and clean-shutdown marker
+  // into it, as into any store, and does not close it. Call before run().
+  void use_storage(storage::Backend& store);
+
+  // Starts, serves until a stop, drains, and returns the exit status: 0 after a stop,
+  // 1 when it could not start (the reason is logged: a bad option, an address it cannot
+  // bind, storage it cannot open, ...). Blocks the calling thread; once per Server (a
+  // second call returns 1 at once).
+  int run();
+
+  // Stops run() as SIGTERM does: the first call starts the drain, a second cuts it short.
+  // Thread-safe and never blocks; may come before run() (it then starts, stops at once and
+  // returns 0) or after it returned (does nothing).
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dorm::server

@@ -1,0 +1,25 @@
+// Steps (b) and (c) of a server's graceful stop (docs/mcp.md#graceful-drain); step (a),
+// the HTTP server's drain, is begin_drain at the first stop request, and (d) stops the
+// runtime.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "dorm/mcp/http_server.hpp"
+#include "dorm/runtime/runtime.hpp"
+#include "stop_control.hpp"
+
+namespace dorm::server {
+
+// (b) Running calls go on until none is left, `deadline` passes or a second stop request
+// comes. Returns how many are still running (0 when unknown: the failure is logged).
+std::size_t let_calls_finish(Runtime& runtime, std::chrono::steady_clock::time_point deadline,
+                             StopRequests& stop);
+
+// (c) The calls still running are stopped and answered with the server_draining error,
+// which goes out on their live streams; connections then close. Waits at most `bound`
+// for the sessions, and a second at most for the last bytes to go out.
+void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::milliseconds bound);
+
+}  // namespace dorm::server
