@@ -20,14 +20,17 @@
 #include "dorm/engine/pool.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
+#include "dorm/actors/server_metrics.hpp"
 #include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/dns_rebinding.hpp"
 #include "dorm/mcp/endpoint.hpp"
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/metrics_access.hpp"
 #include "dorm/mcp/oauth_resource.hpp"
 #include "dorm/runtime/log.hpp"
 #include "dorm/runtime/otlp_file_tracer.hpp"
 #include "dorm/runtime/runtime.hpp"
+#include "dorm/storage/metered_backend.hpp"
 #include "dorm/storage/open.hpp"
 #include "serve_auth.hpp"
 #include "storage_watch.hpp"
@@ -256,11 +259,11 @@ void raise_descriptor_limit(std::size_t max_connections) {
 
 // 1. Bind: /healthz answers while storage opens, /mcp requests wait, and a port conflict
 //    is reported before any storage work. Null (logged) when the address cannot be bound.
-std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
-                                               const mcp::ListenAddress& listen,
-                                               const mcp::CheckPolicy& policy,
-                                               const mcp::OAuthResource* oauth) {
+std::unique_ptr<mcp::HttpServer> bind_listener(
+    const ServeOptions& options, const mcp::ListenAddress& listen, const mcp::CheckPolicy& policy,
+    const mcp::OAuthResource* oauth, std::vector<mcp::HttpServer::Options::LocalRoute> local_routes) {
   mcp::HttpServer::Options http;
+  http.local_routes = std::move(local_routes);
   http.listen = listen;
   http.io_threads = options.http_threads;
   http.reuse_port = options.reuse_port;
@@ -293,13 +296,14 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServeOptions& options,
   return std::move(server).value();
 }
 
-// At SIGHUP: reads the token file again (nothing to do in single-user mode).
-void reload_tokens(mcp::AuthTokens* tokens) {
+// At SIGHUP: reads a token file again (nothing to do without one). `what` names it in the
+// log lines: auth_tokens, metrics_tokens.
+void reload_tokens(mcp::AuthTokens* tokens, std::string_view what) {
   if (!tokens) return;
   if (auto ok = tokens->reload(); !ok) {
-    log::error("auth_tokens_reload_failed", {{"error", ok.error().message}});
+    log::error(std::string(what) + "_reload_failed", {{"error", ok.error().message}});
   } else {
-    log::info("auth_tokens_reloaded", {{"path", tokens->path()}});
+    log::info(std::string(what) + "_reloaded", {{"path", tokens->path()}});
   }
 }
 
@@ -457,7 +461,7 @@ int serve_until_stopped(Runtime& runtime, storage::Backend& store,
                         std::unique_ptr<mcp::HttpServer>& server,
                         const mcp::McpEndpoint::Options& endpoint_options,
                         mcp::OAuthResource* oauth, const ServeOptions& options,
-                        Signals& signals) {
+                        actors::ServerMetrics& metrics, Signals& signals) {
   auto& srv = *server;
   mcp::McpEndpoint endpoint(runtime, endpoint_options);
   actors::ApprovalPage approval_page(runtime, endpoint_options.policy.tokens, oauth);
@@ -499,6 +503,8 @@ int serve_until_stopped(Runtime& runtime, storage::Backend& store,
   watchdog.stage("stopping the runtime and closing the store");
   watch.reset();
   srv.stop();
+  // No scrape runs now (the I/O threads are gone): the sources may go.
+  metrics.detach();
   // Requests parked for the authorization server's keys are answered (503, to sockets
   // already closed) before the endpoint and the page they would call into go away.
   if (oauth) oauth->stop();
@@ -508,10 +514,19 @@ int serve_until_stopped(Runtime& runtime, storage::Backend& store,
   return 0;
 }
 
+// Forgets the metrics' sources when it goes out of scope: one is declared right after each
+// source is attached, so that whichever way a function returns, the metrics let go of a
+// source before it is destroyed (the I/O threads may still be scraping).
+struct MetricsDetach {
+  actors::ServerMetrics& metrics;
+  ~MetricsDetach() { metrics.detach(); }
+};
+
 // 2.–4. once bound: storage and the engine pool, the runtime, then /mcp until a stop signal.
 int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& server,
                 const mcp::McpEndpoint::Options& endpoint_options, mcp::OAuthResource* oauth,
-                Offerings& offered, trace::Tracer* tracer, Signals& signals) {
+                Offerings& offered, trace::Tracer* tracer, actors::ServerMetrics& metrics,
+                Signals& signals) {
   // 2. Storage, waiting out a predecessor's lock, on a thread of its own while the
   //    engine's workers warm up here (a few hundred ms of CPU).
   auto opening = std::async(std::launch::async, [&] {
@@ -527,20 +542,29 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
     return 1;
   }
   log::info("storage_open", {{"storage", (*store)->describe()}});
+  // Every commit the server makes goes through this, which times and measures it.
+  storage::MeteredBackend metered(**store);
+  metrics.attach_storage(metered);
+  MetricsDetach detach_store{metrics};
 
-  auto started = start_runtime(**store, tracer);
+  auto started = start_runtime(metered, tracer);
   if (!started) {
     log::error("runtime_start_failed", {{"error", started.error().describe()}});
     return 1;
   }
   auto& runtime = **started;
+  metrics.attach_runtime(runtime);
+  MetricsDetach detach_runtime{metrics};
   auto session_options = session_options_for(options, offered);
+  session_options.counters = &metrics.session_counters();
   std::unique_ptr<engine::Pool> pool;
   actors::CodeModeOptions code_mode;
   if (options.code_mode && !enable_code_mode(options, pool_created, *server, offered.tools,
                                              session_options, pool, code_mode)) {
     return 1;
   }
+  if (pool) metrics.attach_engine(*pool);
+  MetricsDetach detach_pool{metrics};
   if (auto ok = actors::register_mcp_session(runtime, session_options); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});
     return 1;
@@ -548,7 +572,10 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
-  return serve_until_stopped(runtime, **store, server, endpoint_options, oauth, options, signals);
+  // After the boot reap, which a client resuming right away is waiting for.
+  metrics.count_stored();
+  return serve_until_stopped(runtime, **store, server, endpoint_options, oauth, options,
+                             metrics, signals);
 }
 
 }  // namespace
@@ -561,8 +588,9 @@ int serve(const ServeOptions& options) {
   }
   std::string mode = auth_mode(options, *listen);
   if (mode.empty()) return 1;
-  // The token file outlives the signal thread, which reloads it at SIGHUP.
+  // The token files outlive the signal thread, which reloads them at SIGHUP.
   std::unique_ptr<mcp::AuthTokens> tokens;
+  std::unique_ptr<mcp::AuthTokens> metrics_tokens;
   // Before any thread starts (the OAuth key fetcher is the first), so every thread
   // inherits the blocked mask and signals reach only the signal thread.
   Signals signals;
@@ -582,18 +610,37 @@ int serve(const ServeOptions& options) {
     }
     oauth = std::move(started).value();
   }
+  if (!options.metrics_tokens.empty()) {
+    auto loaded = mcp::AuthTokens::open(options.metrics_tokens);
+    if (!loaded) {
+      log::error("metrics_tokens_unusable", {{"error", loaded.error().message}});
+      return 1;
+    }
+    metrics_tokens = std::move(loaded).value();
+  }
   mcp::McpEndpoint::Options endpoint_options;
   endpoint_options.policy.tokens = tokens.get();
   endpoint_options.oauth = oauth.get();
   if (!add_allowed_callers(options, endpoint_options.policy)) return 1;
+  // GET /metrics (docs/operations.md#metrics): answered on the I/O threads from bind on.
+  actors::ServerMetrics metrics(kVersion);
+  mcp::MetricsAccessPolicy metrics_access{metrics_tokens.get(), endpoint_options.policy.allowed_hosts,
+                                          endpoint_options.policy.allowed_origins};
+  std::vector<mcp::HttpServer::Options::LocalRoute> local_routes{
+      {"/metrics", [&metrics, &metrics_access](const mcp::HttpRequest& head) {
+         return metrics.scrape(head, metrics_access);
+       }}};
   Offerings offered;
   if (!register_fixture_sets(options, offered)) return 1;
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
   if (!open_tracer(options, tracer)) return 1;
 
-  auto server = bind_listener(options, *listen, endpoint_options.policy, oauth.get());
+  auto server = bind_listener(options, *listen, endpoint_options.policy, oauth.get(),
+                              std::move(local_routes));
   if (!server) return 1;
   auto& srv = *server;
+  metrics.attach_http(srv);
+  MetricsDetach detach_http{metrics};
   if (oauth && options.oauth_audience.empty()) {
     // Requests before this line are answered 503 (the audience is not known yet).
     if (auto ok = oauth->set_resource("http://" + srv.local_address().to_string() + "/mcp"); !ok) {
@@ -606,9 +653,14 @@ int serve(const ServeOptions& options) {
   }
   // On SIGTERM the server drains at once: the listener closes first, so a successor can
   // bind, and idle connections close, so clients reconnect to it.
-  signals.start([&srv] { srv.begin_drain(); }, [&tokens] { reload_tokens(tokens.get()); });
+  signals.start([&srv] { srv.begin_drain(); },
+                [&tokens, &metrics_tokens] {
+                  reload_tokens(tokens.get(), "auth_tokens");
+                  reload_tokens(metrics_tokens.get(), "metrics_tokens");
+                });
   log::info("bound", {{"address", srv.local_address().to_string()}});
-  return serve_bound(options, server, endpoint_options, oauth.get(), offered, tracer.get(), signals);
+  return serve_bound(options, server, endpoint_options, oauth.get(), offered, tracer.get(), metrics,
+                     signals);
 }
 
 }  // namespace dorm::tools

@@ -16,6 +16,9 @@ struct ServeOptions {
   std::string auth;
   // JSON token file; empty = single-user mode (loopback --listen only).
   std::string auth_tokens;
+  // Tokens (same format) that may read GET /metrics from another machine; empty: only
+  // loopback callers may (docs/operations.md#metrics).
+  std::string metrics_tokens;
   // --auth oauth (docs/auth.md): the authorization server, this server's resource URI
   // (empty: http://<bound address>/mcp) and the scopes every token needs.
   std::string oauth_issuer;
