@@ -156,8 +156,8 @@ std::vector<prom::MetricFamily> ServerMetrics::Impl::Collect() const {
 void ServerMetrics::Impl::add_http(Families& out) const {
   auto& requests =
       out.add("dorm_http_requests_total",
-              "HTTP responses sent, by status code: every path, streamed responses once their "
-              "head is sent, and the 503 of a connection refused over --max-connections.",
+              "HTTP responses, by status code: every path, streamed responses once they "
+              "start, and the 503 of a connection refused over --max-connections.",
               prom::MetricType::Counter);
   for (const auto& [code, n] : http->responses_by_status()) {
     Families::sample(requests, as_double(n), {{"code", std::to_string(code)}});

@@ -92,6 +92,6 @@ TEST_CASE("metered backend: commits are timed, their bytes counted, failures cou
 
   // Reads and the rest pass through to the store.
   CHECK(metered.get("key")->value() == "value");
-  CHECK(metered.describe() == memory.describe());
-  CHECK(metered.durability() == memory.durability());
+  CHECK(metered.describe() == faulty.describe());
+  CHECK(metered.durability() == faulty.durability());
 }

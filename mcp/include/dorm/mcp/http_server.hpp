@@ -233,9 +233,9 @@ class HttpServer {
   // Streamed responses (SSE) whose head was sent and whose body has not ended. Thread-safe.
   std::size_t open_streams() const;
 
-  // Responses sent so far, by status code, in code order (codes with none are left out):
-  // every response whose head was written, streamed ones and the 503s of refused
-  // connections included. Thread-safe.
+  // Responses so far, by status code, in code order (codes with none are left out): every
+  // response the server began to write, streamed ones and the 503s of refused connections
+  // included. Thread-safe.
   std::vector<std::pair<int, std::uint64_t>> responses_by_status() const;
 
   // Stops serving: the listener and every connection close and the I/O threads end.
