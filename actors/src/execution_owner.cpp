@@ -22,7 +22,8 @@ class ExecutionOwner : public DurableObject {
           this->put(kOwnerKey, put.record.to_json()).value_or_throw();
           set_alarm(put.record.expires_at_ms).value_or_throw();
           if (fresh && counters_) {
-            after_commit([c = counters_] { c->executions_paused.fetch_add(1, std::memory_order_relaxed); });
+            after_commit(
+                [c = counters_] { c->executions_paused.fetch_add(1, std::memory_order_relaxed); });
           }
           return true;
         },
@@ -60,7 +61,8 @@ class ExecutionOwner : public DurableObject {
     delete_all().value_or_throw();
     dispose_empty();
     if (held && counters_) {
-      after_commit([c = counters_] { c->executions_unpaused.fetch_add(1, std::memory_order_relaxed); });
+      after_commit(
+          [c = counters_] { c->executions_unpaused.fetch_add(1, std::memory_order_relaxed); });
     }
   }
 
@@ -113,9 +115,8 @@ Result<ObjectHandle> owner_handle(Runtime& runtime, std::string_view execution_i
 }
 
 Result<void> register_execution_owner(Runtime& runtime, SessionCounters* counters) {
-  return runtime.register_namespace(kExecutionOwnerNamespace, [counters] {
-    return std::make_unique<ExecutionOwner>(counters);
-  });
+  return runtime.register_namespace(
+      kExecutionOwnerNamespace, [counters] { return std::make_unique<ExecutionOwner>(counters); });
 }
 
 }  // namespace dorm::actors

@@ -79,7 +79,8 @@ class Families {
     }
     m.histogram.sample_count = s.count;
     m.histogram.sample_sum = s.sum_seconds;
-    add(std::move(name), std::move(help), prom::MetricType::Histogram).metric.push_back(std::move(m));
+    add(std::move(name), std::move(help), prom::MetricType::Histogram)
+        .metric.push_back(std::move(m));
   }
 
   std::vector<prom::MetricFamily> take() {
@@ -90,7 +91,9 @@ class Families {
   std::deque<prom::MetricFamily> families_;
 };
 
-double as_double(std::uint64_t n) { return static_cast<double>(n); }
+double as_double(std::uint64_t n) {
+  return static_cast<double>(n);
+}
 
 // One gauge of what the store holds: a count made once, plus this process's net change
 // since that count began (see server_metrics.hpp).
@@ -143,8 +146,7 @@ struct ServerMetrics::Impl : prom::Collectable {
 
 std::vector<prom::MetricFamily> ServerMetrics::Impl::Collect() const {
   Families out;
-  out.gauge("dorm_build_info", "The dorm build serving; always 1.", 1,
-            {{"version", version}});
+  out.gauge("dorm_build_info", "The dorm build serving; always 1.", 1, {{"version", version}});
   std::lock_guard lock(mutex);
   if (http) add_http(out);
   if (store) add_storage(out);
@@ -182,21 +184,19 @@ void ServerMetrics::Impl::add_storage(Families& out) const {
 
 void ServerMetrics::Impl::add_runtime(Families& out) const {
   auto stats = runtime->stats();
-  out.gauge("dorm_generation",
-            "The runtime's generation: one more at every start over this store.",
+  out.gauge("dorm_generation", "The runtime's generation: one more at every start over this store.",
             as_double(runtime->generation()));
   auto& activated = out.add("dorm_objects_activated_total",
                             "Durable objects brought into memory (activations), by namespace.",
                             prom::MetricType::Counter);
-  auto& resident = out.add("dorm_objects_resident",
-                           "Durable objects in memory now, by namespace.",
+  auto& resident = out.add("dorm_objects_resident", "Durable objects in memory now, by namespace.",
                            prom::MetricType::Gauge);
-  auto& evicted = out.add(
-      "dorm_objects_evicted_total",
-      "Durable objects that left memory to save it, by namespace and reason: idle (idle "
-      "timeout, or the object disposed of itself, as an idle session does) or budget "
-      "(the resident budget).",
-      prom::MetricType::Counter);
+  auto& evicted =
+      out.add("dorm_objects_evicted_total",
+              "Durable objects that left memory to save it, by namespace and reason: idle (idle "
+              "timeout, or the object disposed of itself, as an idle session does) or budget "
+              "(the resident budget).",
+              prom::MetricType::Counter);
   auto& reset = out.add("dorm_objects_reset_total",
                         "Durable objects dropped from memory because a turn failed, by namespace.",
                         prom::MetricType::Counter);
@@ -241,12 +241,13 @@ void ServerMetrics::Impl::add_sessions(Families& out, const RuntimeStats& stats)
               as_double(created));
   out.counter("dorm_sessions_deleted_total", "MCP sessions deleted (DELETE or --session-ttl).",
               as_double(deleted));
-  auto& reaped = out.add(
-      "dorm_reaped_calls_total",
-      "Calls a dead process or activation left unanswered that the restart reaper answered "
-      "with -32001, by data.reason.",
-      prom::MetricType::Counter);
-  Families::sample(reaped, as_double(sessions.reaped_server_restart.load(std::memory_order_relaxed)),
+  auto& reaped =
+      out.add("dorm_reaped_calls_total",
+              "Calls a dead process or activation left unanswered that the restart reaper answered "
+              "with -32001, by data.reason.",
+              prom::MetricType::Counter);
+  Families::sample(reaped,
+                   as_double(sessions.reaped_server_restart.load(std::memory_order_relaxed)),
                    {{"reason", "server_restart"}});
   Families::sample(reaped, as_double(sessions.reaped_session_reset.load(std::memory_order_relaxed)),
                    {{"reason", "session_reset"}});
@@ -258,9 +259,9 @@ void ServerMetrics::Impl::add_engine(Families& out) const {
             as_double(stats.running));
   out.gauge("dorm_engine_executions_queued", "Executions waiting for a free engine slot.",
             as_double(stats.queued));
-  if (auto paused = executions_paused.value(
-          sessions.executions_paused.load(std::memory_order_relaxed),
-          sessions.executions_unpaused.load(std::memory_order_relaxed))) {
+  if (auto paused =
+          executions_paused.value(sessions.executions_paused.load(std::memory_order_relaxed),
+                                  sessions.executions_unpaused.load(std::memory_order_relaxed))) {
     out.gauge("dorm_engine_executions_paused",
               "Paused executions stored, waiting for resume or approval (counted at start, "
               "then followed).",
@@ -268,12 +269,13 @@ void ServerMetrics::Impl::add_engine(Families& out) const {
   }
   out.counter("dorm_engine_executions_completed_total", "Executions that completed.",
               as_double(stats.completed));
-  auto& failed = out.add("dorm_engine_executions_failed_total",
-                         "Executions that failed, by kind (docs/engine.md).",
-                         prom::MetricType::Counter);
+  auto& failed =
+      out.add("dorm_engine_executions_failed_total",
+              "Executions that failed, by kind (docs/engine.md).", prom::MetricType::Counter);
   for (std::uint8_t k = 1; k <= engine::kLastFailureKind; ++k) {
-    Families::sample(failed, as_double(stats.failed_by_kind[k]),
-                     {{"kind", std::string(engine::to_string(static_cast<engine::FailureKind>(k)))}});
+    Families::sample(
+        failed, as_double(stats.failed_by_kind[k]),
+        {{"kind", std::string(engine::to_string(static_cast<engine::FailureKind>(k)))}});
   }
   out.gauge("dorm_engine_workers_ready", "Engine worker processes ready.",
             as_double(stats.workers_ready));
@@ -336,8 +338,8 @@ void ServerMetrics::Impl::count(const Runtime& rt) {
   finish(sessions_stored, session_count, created, deleted);
   finish(executions_paused, execution_count, paused, unpaused);
   finish(alarms_pending, alarm_count, runtime_stats.alarms_set, runtime_stats.alarms_removed);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - started)
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  started)
                 .count();
   log::info("metrics_counted", {{"sessions", static_cast<std::uint64_t>(*session_count)},
                                 {"paused_executions", static_cast<std::uint64_t>(*execution_count)},
@@ -349,7 +351,9 @@ ServerMetrics::ServerMetrics(std::string version) : impl_(std::make_unique<Impl>
   impl_->version = std::move(version);
 }
 
-ServerMetrics::~ServerMetrics() { detach(); }
+ServerMetrics::~ServerMetrics() {
+  detach();
+}
 
 void ServerMetrics::attach_http(const mcp::HttpServer& http) {
   std::lock_guard lock(impl_->mutex);
@@ -371,14 +375,15 @@ void ServerMetrics::attach_engine(const engine::Pool& pool) {
   impl_->pool = &pool;
 }
 
-SessionCounters& ServerMetrics::session_counters() { return impl_->sessions; }
+SessionCounters& ServerMetrics::session_counters() {
+  return impl_->sessions;
+}
 
 void ServerMetrics::count_stored() {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->runtime || impl_->counter.joinable()) return;
-  impl_->counter = std::thread([impl = impl_.get(), runtime = impl_->runtime] {
-    impl->count(*runtime);
-  });
+  impl_->counter =
+      std::thread([impl = impl_.get(), runtime = impl_->runtime] { impl->count(*runtime); });
 }
 
 bool ServerMetrics::wait_counted(std::chrono::milliseconds bound) const {
@@ -415,8 +420,8 @@ std::string ServerMetrics::render() const {
 mcp::HttpResponse ServerMetrics::scrape(const mcp::HttpRequest& head,
                                         const mcp::MetricsAccessPolicy& access) const {
   if (auto refused = mcp::refuse_scrape(head, access)) return std::move(*refused);
-  return mcp::HttpResponse{200, {{"Content-Type", kContentType}, {"Cache-Control", "no-store"}},
-                           render()};
+  return mcp::HttpResponse{
+      200, {{"Content-Type", kContentType}, {"Cache-Control", "no-store"}}, render()};
 }
 
 }  // namespace dorm::actors

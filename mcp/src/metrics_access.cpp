@@ -51,7 +51,8 @@ std::optional<HttpResponse> refuse_scrape(const HttpRequest& head,
                  "start the server with --metrics-tokens FILE to let a scraper elsewhere in "
                  "with a bearer token.\n");
   }
-  if (auto origin = head.header("origin"); origin && !origin_allowed(*origin, policy.allowed_origins)) {
+  if (auto origin = head.header("origin");
+      origin && !origin_allowed(*origin, policy.allowed_origins)) {
     return plain(403, "A request with this Origin may not read /metrics (--allowed-origins).\n");
   }
   auto host = head.header("host");

@@ -162,8 +162,7 @@ Runtime::Impl::NamespaceCounters* Runtime::Impl::counters_of(std::string_view ns
   return it == namespaces.end() ? nullptr : it->second.counters.get();
 }
 
-void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause cause,
-                        bool remember) {
+void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause cause, bool remember) {
   std::unique_ptr<std::vector<detail::Envelope>> parked;
   caf::actor successor;
   std::vector<caf::actor> victims;

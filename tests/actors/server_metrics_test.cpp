@@ -96,7 +96,8 @@ struct MetricsFixture {
     metrics.attach_runtime(*runtime);
   }
 
-  std::shared_ptr<std::optional<HttpResponse>> send(SessionCall::Kind kind, const std::string& session,
+  std::shared_ptr<std::optional<HttpResponse>> send(SessionCall::Kind kind,
+                                                    const std::string& session,
                                                     std::string_view body = {}) {
     SessionCall c;
     c.kind = kind;
@@ -108,7 +109,8 @@ struct MetricsFixture {
       c.messages = std::get<mcp::ParsedBody>(parsed).messages;
     }
     auto answer = std::make_shared<std::optional<HttpResponse>>();
-    c.responder = std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
+    c.responder =
+        std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
     auto handle = runtime->get(runtime->id_from_name(actors::kMcpSessionNamespace, session));
     REQUIRE(handle.ok());
     runtime->send(*handle, std::move(c));
@@ -127,15 +129,18 @@ struct MetricsFixture {
     return in->count_index_entries(keys::kAlarmIndex).value_or_throw();
   }
   void initialize(const std::string& session) {
-    REQUIRE(call(SessionCall::Kind::initialize, session,
-                 R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}})") == 200);
+    REQUIRE(
+        call(
+            SessionCall::Kind::initialize, session,
+            R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}})") ==
+        200);
   }
 };
 
 std::string tool_call(int id, std::string_view tool, std::string_view args) {
   return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-         R"(,"method":"tools/call","params":{"name":")" + std::string(tool) +
-         R"(","arguments":)" + std::string(args) + "}}";
+         R"(,"method":"tools/call","params":{"name":")" + std::string(tool) + R"(","arguments":)" +
+         std::string(args) + "}}";
 }
 
 }  // namespace
@@ -238,7 +243,8 @@ TEST_CASE("server metrics: the text keeps the format's rules") {
     bool declared = types.contains(name);
     for (const char* suffix : {"_bucket", "_sum", "_count"}) {
       if (name.ends_with(suffix)) {
-        declared = declared || types[name.substr(0, name.size() - std::string(suffix).size())] == "histogram";
+        declared = declared ||
+                   types[name.substr(0, name.size() - std::string(suffix).size())] == "histogram";
       }
     }
     CHECK_MESSAGE(declared, s.series);
@@ -264,7 +270,8 @@ TEST_CASE("server metrics: scrape answers with the text, or refuses as refuse_sc
   head.peer_loopback = true;
   auto ok = f.metrics.scrape(head, access);
   CHECK(ok.status == 200);
-  CHECK(ok.headers[0] == std::pair<std::string, std::string>{"Content-Type", actors::ServerMetrics::kContentType});
+  CHECK(ok.headers[0] ==
+        std::pair<std::string, std::string>{"Content-Type", actors::ServerMetrics::kContentType});
   CHECK(ok.body.find("# TYPE dorm_turn_duration_seconds histogram") != std::string::npos);
   head.peer_loopback = false;
   auto refused = f.metrics.scrape(head, access);

@@ -1,11 +1,9 @@
 // What HttpServer offers GET /metrics: local routes (answered on the I/O thread, with the
 // peer's address and no body), responses counted by status, and open streams counted.
 // The client is a plain socket writing HTTP/1.1 by hand, one request per connection.
-#include "dorm/mcp/http_server.hpp"
-
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +11,8 @@
 #include <future>
 #include <map>
 #include <string>
+
+#include "dorm/mcp/http_server.hpp"
 
 using dorm::mcp::HttpRequest;
 using dorm::mcp::HttpResponse;
@@ -46,7 +46,8 @@ class RawClient {
   ~RawClient() { close(fd_); }
 
   void send(const std::string& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(bytes.size()));
   }
 
   // Reads until `marker` has arrived (or the connection ends or a read times out).
@@ -85,13 +86,16 @@ std::map<int, std::uint64_t> by_status(const HttpServer& server) {
 
 }  // namespace
 
-TEST_CASE("http server metrics: a local route answers on its own path with the peer's address, never reading a body") {
+TEST_CASE(
+    "http server metrics: a local route answers on its own path with the peer's address, never "
+    "reading a body") {
   std::promise<HttpRequest> seen;
   HttpServer::Options options;
-  options.local_routes.push_back({"/metrics", [&seen](const HttpRequest& head) {
-                                     seen.set_value(head);
-                                     return HttpResponse{200, {{"Content-Type", "text/plain"}}, "counted\n"};
-                                   }});
+  options.local_routes.push_back(
+      {"/metrics", [&seen](const HttpRequest& head) {
+         seen.set_value(head);
+         return HttpResponse{200, {{"Content-Type", "text/plain"}}, "counted\n"};
+       }});
   bool handler_called = false;
   auto server = start(options);
   server->set_handler([&handler_called](HttpRequest, Respond respond) {
@@ -115,11 +119,14 @@ TEST_CASE("http server metrics: a local route answers on its own path with the p
   CHECK(request(port, "GET", "/metrics/more").starts_with("HTTP/1.1 404"));
 }
 
-TEST_CASE("http server metrics: responses are counted by status, streamed ones too; open streams are counted while they last") {
+TEST_CASE(
+    "http server metrics: responses are counted by status, streamed ones too; open streams are "
+    "counted while they last") {
   std::promise<std::shared_ptr<StreamBody>> streaming;
   HttpServer::Options options;
-  options.local_routes.push_back(
-      {"/teapot", [](const HttpRequest&) { return HttpResponse{418, {}, "short and stout\n"}; }});
+  options.local_routes.push_back({"/teapot", [](const HttpRequest&) {
+                                    return HttpResponse{418, {}, "short and stout\n"};
+                                  }});
   auto server = start(options);
   server->set_handler([&streaming](HttpRequest, Respond respond) {
     auto body = std::make_shared<StreamBody>();

@@ -36,7 +36,8 @@ std::unique_ptr<AuthTokens> tokens_with(const dorm::testing::TempDir& dir, std::
   return std::move(opened).value();
 }
 
-HttpRequest scrape(bool loopback, std::vector<HttpRequest::Field> headers = {{"host", "127.0.0.1:8808", 1}}) {
+HttpRequest scrape(bool loopback,
+                   std::vector<HttpRequest::Field> headers = {{"host", "127.0.0.1:8808", 1}}) {
   HttpRequest r;
   r.method = "GET";
   r.target = "/metrics";
@@ -59,7 +60,8 @@ std::string header(const dorm::mcp::HttpResponse& r, std::string_view name) {
 
 }  // namespace
 
-TEST_CASE("metrics access: a loopback peer scrapes without credentials; a remote one needs a token") {
+TEST_CASE(
+    "metrics access: a loopback peer scrapes without credentials; a remote one needs a token") {
   dorm::testing::TempDir dir;
   auto tokens = tokens_with(dir, "scrape-secret");
   MetricsAccessPolicy open_locally;  // no token file
@@ -78,8 +80,8 @@ TEST_CASE("metrics access: a loopback peer scrapes without credentials; a remote
   CHECK(header(*challenge, "WWW-Authenticate") == R"(Bearer realm="dorm-metrics")");
 
   // The right token opens it from anywhere, whatever the Host.
-  auto remote = scrape(false, {{"host", "metrics.internal:8808", 1},
-                               {"authorization", "Bearer scrape-secret", 1}});
+  auto remote = scrape(
+      false, {{"host", "metrics.internal:8808", 1}, {"authorization", "Bearer scrape-secret", 1}});
   CHECK(status(refuse_scrape(remote, with_tokens)) == 200);
   // A wrong token, another scheme, or a token with no token file: 401 invalid_token, also
   // from loopback (a credential that was sent is checked).
@@ -96,12 +98,12 @@ TEST_CASE("metrics access: on the loopback path Host and Origin must be allowed 
   MetricsAccessPolicy policy;
   CHECK(status(refuse_scrape(scrape(true, {{"host", "evil.example:8808", 1}}), policy)) == 403);
   CHECK(status(refuse_scrape(scrape(true, {}), policy)) == 403);  // no Host at all
-  CHECK(status(refuse_scrape(scrape(true, {{"host", "localhost:8808", 1},
-                                           {"origin", "http://evil.example", 1}}),
-                             policy)) == 403);
-  CHECK(status(refuse_scrape(scrape(true, {{"host", "localhost:8808", 1},
-                                           {"origin", "http://localhost:3000", 1}}),
-                             policy)) == 200);
+  CHECK(status(refuse_scrape(
+            scrape(true, {{"host", "localhost:8808", 1}, {"origin", "http://evil.example", 1}}),
+            policy)) == 403);
+  CHECK(status(refuse_scrape(
+            scrape(true, {{"host", "localhost:8808", 1}, {"origin", "http://localhost:3000", 1}}),
+            policy)) == 200);
   // --allowed-hosts extends the loopback names.
   policy.allowed_hosts = {"dorm.internal"};
   CHECK(status(refuse_scrape(scrape(true, {{"host", "dorm.internal:8808", 1}}), policy)) == 200);
@@ -117,8 +119,9 @@ TEST_CASE("metrics access: only GET and HEAD; a credential or Host sent twice is
   auto head = scrape(true);
   head.method = "HEAD";
   CHECK(status(refuse_scrape(head, policy)) == 200);
-  CHECK(status(refuse_scrape(scrape(true, {{"host", "127.0.0.1, evil.example", 2}}), policy)) == 400);
-  CHECK(status(refuse_scrape(scrape(true, {{"host", "127.0.0.1", 1},
-                                           {"authorization", "Bearer a, Bearer b", 2}}),
-                             policy)) == 400);
+  CHECK(status(refuse_scrape(scrape(true, {{"host", "127.0.0.1, evil.example", 2}}), policy)) ==
+        400);
+  CHECK(status(refuse_scrape(
+            scrape(true, {{"host", "127.0.0.1", 1}, {"authorization", "Bearer a, Bearer b", 2}}),
+            policy)) == 400);
 }

@@ -61,10 +61,15 @@ class Tally : public DurableObject {
 struct StatsFixture : RuntimeFixture {
   Faults faults;
   explicit StatsFixture(RuntimeOptions options = {}) : RuntimeFixture(options) {
-    REQUIRE(runtime->register_namespace("tally", [this] { return std::make_unique<Tally>(&faults); }).ok());
+    REQUIRE(
+        runtime->register_namespace("tally", [this] { return std::make_unique<Tally>(&faults); })
+            .ok());
     NamespaceOptions idle;
     idle.idle_timeout = std::chrono::milliseconds(1000);
-    REQUIRE(runtime->register_namespace("napper", [this] { return std::make_unique<Tally>(&faults); }, idle).ok());
+    REQUIRE(runtime
+                ->register_namespace(
+                    "napper", [this] { return std::make_unique<Tally>(&faults); }, idle)
+                .ok());
   }
   template <class... Ts>
   Reply ask(std::string_view ns, std::string_view name, Ts... xs) {
@@ -137,11 +142,13 @@ TEST_CASE("stats: every turn is counted and timed, failed ones included") {
   CHECK_FALSE(f.ask("tally", "a", fail_atom::value).ok());
   auto after = f.runtime->stats().turn_latency;
   CHECK(after.count - before.count == 4);
-  CHECK(std::accumulate(after.buckets.begin(), after.buckets.end(), std::uint64_t{0}) == after.count);
+  CHECK(std::accumulate(after.buckets.begin(), after.buckets.end(), std::uint64_t{0}) ==
+        after.count);
   CHECK(after.sum_seconds >= before.sum_seconds);
 }
 
-TEST_CASE("stats: alarms set and removed follow committed turns; late alarms are the ones waiting") {
+TEST_CASE(
+    "stats: alarms set and removed follow committed turns; late alarms are the ones waiting") {
   StatsFixture f;
   const std::int64_t t0 = f.clock.now_ms();
   REQUIRE(f.ask("tally", "a", alarm_atom::value, std::string("x"), t0 + 1'000).ok());
@@ -175,7 +182,8 @@ TEST_CASE("stats: alarms overdue at a start and held back by the overdue rate ar
   StatsFixture f;
   const std::int64_t t0 = f.clock.now_ms();
   for (int i = 0; i < 50; ++i) {
-    REQUIRE(f.ask("tally", "o" + std::to_string(i), alarm_atom::value, std::string(""), t0 + 1 + i).ok());
+    REQUIRE(f.ask("tally", "o" + std::to_string(i), alarm_atom::value, std::string(""), t0 + 1 + i)
+                .ok());
   }
   f.expected_active = 50;
   f.stop();
@@ -183,7 +191,9 @@ TEST_CASE("stats: alarms overdue at a start and held back by the overdue rate ar
   RuntimeOptions options;
   options.overdue_alarm_rate = 10;  // 10 a second: 5 s to release them all
   f.start(options);
-  REQUIRE(f.runtime->register_namespace("tally", [&f] { return std::make_unique<Tally>(&f.faults); }).ok());
+  REQUIRE(
+      f.runtime->register_namespace("tally", [&f] { return std::make_unique<Tally>(&f.faults); })
+          .ok());
   f.runtime->run_until_idle();
   const std::int64_t started = f.clock.now_ms();
   f.run_until(started + 1'000);

@@ -31,8 +31,8 @@ TEST_CASE("duration histogram: a duration lands in the first bucket whose bound 
   auto s = h.snapshot();
   CHECK(s.count == 7);
   CHECK(s.buckets[0] == 3);
-  CHECK(s.buckets[1] == 1);  // (50 µs, 100 µs]
-  CHECK(s.buckets[4] == 1);  // (500 µs, 1 ms]
+  CHECK(s.buckets[1] == 1);                                // (50 µs, 100 µs]
+  CHECK(s.buckets[4] == 1);                                // (500 µs, 1 ms]
   CHECK(s.buckets[DurationHistogram::kBuckets - 2] == 1);  // (5 s, 10 s]
   CHECK(s.buckets[DurationHistogram::kBuckets - 1] == 1);  // +Inf
   CHECK(s.sum_seconds == doctest::Approx(0.0001 + 1e-9 + 0.001 + 21.0));

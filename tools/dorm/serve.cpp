@@ -261,7 +261,8 @@ void raise_descriptor_limit(std::size_t max_connections) {
 //    is reported before any storage work. Null (logged) when the address cannot be bound.
 std::unique_ptr<mcp::HttpServer> bind_listener(
     const ServeOptions& options, const mcp::ListenAddress& listen, const mcp::CheckPolicy& policy,
-    const mcp::OAuthResource* oauth, std::vector<mcp::HttpServer::Options::LocalRoute> local_routes) {
+    const mcp::OAuthResource* oauth,
+    std::vector<mcp::HttpServer::Options::LocalRoute> local_routes) {
   mcp::HttpServer::Options http;
   http.local_routes = std::move(local_routes);
   http.listen = listen;
@@ -574,8 +575,8 @@ int serve_bound(const ServeOptions& options, std::unique_ptr<mcp::HttpServer>& s
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
   // After the boot reap, which a client resuming right away is waiting for.
   metrics.count_stored();
-  return serve_until_stopped(runtime, **store, server, endpoint_options, oauth, options,
-                             metrics, signals);
+  return serve_until_stopped(runtime, **store, server, endpoint_options, oauth, options, metrics,
+                             signals);
 }
 
 }  // namespace
@@ -624,7 +625,8 @@ int serve(const ServeOptions& options) {
   if (!add_allowed_callers(options, endpoint_options.policy)) return 1;
   // GET /metrics (docs/operations.md#metrics): answered on the I/O threads from bind on.
   actors::ServerMetrics metrics(kVersion);
-  mcp::MetricsAccessPolicy metrics_access{metrics_tokens.get(), endpoint_options.policy.allowed_hosts,
+  mcp::MetricsAccessPolicy metrics_access{metrics_tokens.get(),
+                                          endpoint_options.policy.allowed_hosts,
                                           endpoint_options.policy.allowed_origins};
   std::vector<mcp::HttpServer::Options::LocalRoute> local_routes{
       {"/metrics", [&metrics, &metrics_access](const mcp::HttpRequest& head) {

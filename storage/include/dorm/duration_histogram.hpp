@@ -24,9 +24,9 @@ class DurationHistogram {
   // Upper bounds of the finite buckets, in nanoseconds, ascending. One more bucket, +Inf,
   // takes what is longer than the last.
   static constexpr std::array<std::int64_t, 17> kBoundsNs = {
-      50'000,        100'000,       250'000,       500'000,     1'000'000,   2'500'000,
-      5'000'000,     10'000'000,    25'000'000,    50'000'000,  100'000'000, 250'000'000,
-      500'000'000,   1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+      50'000,      100'000,       250'000,       500'000,       1'000'000,     2'500'000,
+      5'000'000,   10'000'000,    25'000'000,    50'000'000,    100'000'000,   250'000'000,
+      500'000'000, 1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
   static constexpr std::size_t kBuckets = kBoundsNs.size() + 1;
 
   // Counts one duration (a negative one as zero).
