@@ -13,11 +13,18 @@ constexpr std::string_view kOwnerKey = "owner";
 
 class ExecutionOwner : public DurableObject {
  public:
+  explicit ExecutionOwner(SessionCounters* counters) : counters_(counters) {}
+
   caf::behavior behavior() override {
     return {
         [this](const OwnerPut& put) {
+          const bool fresh = !get(kOwnerKey).value_or_throw();
           this->put(kOwnerKey, put.record.to_json()).value_or_throw();
           set_alarm(put.record.expires_at_ms).value_or_throw();
+          if (fresh && counters_) {
+            after_commit(
+                [c = counters_] { c->executions_paused.fetch_add(1, std::memory_order_relaxed); });
+          }
           return true;
         },
         [this](const OwnerGet& get) -> std::string {
@@ -50,9 +57,16 @@ class ExecutionOwner : public DurableObject {
   }
   // Nothing stays: storage, alarm, and the activation.
   void forget() {
+    const bool held = get(kOwnerKey).value_or_throw().has_value();
     delete_all().value_or_throw();
     dispose_empty();
+    if (held && counters_) {
+      after_commit(
+          [c = counters_] { c->executions_unpaused.fetch_add(1, std::memory_order_relaxed); });
+    }
   }
+
+  SessionCounters* counters_;
 };
 
 }  // namespace
@@ -100,8 +114,9 @@ Result<ObjectHandle> owner_handle(Runtime& runtime, std::string_view execution_i
   return runtime.get(runtime.id_from_name(kExecutionOwnerNamespace, execution_id));
 }
 
-Result<void> register_execution_owner(Runtime& runtime) {
-  return runtime.register_namespace(kExecutionOwnerNamespace, [] { return std::make_unique<ExecutionOwner>(); });
+Result<void> register_execution_owner(Runtime& runtime, SessionCounters* counters) {
+  return runtime.register_namespace(
+      kExecutionOwnerNamespace, [counters] { return std::make_unique<ExecutionOwner>(counters); });
 }
 
 }  // namespace dorm::actors

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "dorm/actors/mcp_session.hpp"
 #include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/result.hpp"
 #include "dorm/runtime/runtime.hpp"
@@ -61,8 +62,10 @@ struct ForwardedResumeResult {
 
 // The object handle for `execution_id`'s record.
 Result<ObjectHandle> owner_handle(Runtime& runtime, std::string_view execution_id);
-// Registers the namespace (register_mcp_session does, when code mode is on).
-Result<void> register_execution_owner(Runtime& runtime);
+// Registers the namespace (register_mcp_session does, when code mode is on). Records
+// written and removed are counted in `counters` (SessionCounters::executions_paused and
+// executions_unpaused) when it is not null; it must outlive the runtime.
+Result<void> register_execution_owner(Runtime& runtime, SessionCounters* counters = nullptr);
 
 }  // namespace dorm::actors
 

@@ -102,6 +102,11 @@ void McpSession::reap() {
   };
   auto report = reaper.run(plan, epoch(), clock().now_ms(), commit_record);
   mcp::record_reap(span, report, session, epoch().generation);
+  // Counted now: each reaped request's error committed with its own batch (commit_record).
+  if (auto* counters = options_.counters) {
+    counters->reaped_server_restart.fetch_add(report.server_restart, std::memory_order_relaxed);
+    counters->reaped_session_reset.fetch_add(report.session_reset, std::memory_order_relaxed);
+  }
   // The records not reached are untouched: failing the start resets this object, and the
   // next activation reaps them.
   if (report.failure) throw std::runtime_error("restart reap: " + report.failure->describe());
@@ -524,6 +529,9 @@ void McpSession::erase() {
   }
   connections_.clear();
   delete_all().value_or_throw();
+  if (auto* counters = options_.counters; counters && meta_) {
+    after_commit([counters] { counters->deleted.fetch_add(1, std::memory_order_relaxed); });
+  }
   meta_.reset();
   // Nothing is stored any more, so nothing stays in memory either: running calls stop
   // with the activation (their timers never fire), and no record of the id is kept.
@@ -536,7 +544,7 @@ void McpSession::store_meta() {
 
 Result<void> register_mcp_session(Runtime& runtime, const McpSessionOptions& options) {
   if (options.code_mode) {
-    if (auto ok = register_execution_owner(runtime); !ok) return ok;
+    if (auto ok = register_execution_owner(runtime, options.counters); !ok) return ok;
   }
   NamespaceOptions ns;
   ns.idle_timeout = std::chrono::milliseconds(0);  // the idle policy evicts sessions

@@ -85,6 +85,9 @@ HttpResponse McpSession::initialize(const SessionCall& call) {
   meta_ = std::move(meta);
   store_meta();
   note_activity();
+  if (auto* counters = options_.counters) {
+    after_commit([counters] { counters->created.fetch_add(1, std::memory_order_relaxed); });
+  }
 
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);

@@ -23,7 +23,7 @@ std::string_view to_string(FailureKind kind) noexcept {
 }
 
 std::optional<FailureKind> failure_kind_from_wire(std::uint8_t value) noexcept {
-  if (value < 1 || value > static_cast<std::uint8_t>(FailureKind::engine_overloaded)) return std::nullopt;
+  if (value < 1 || value > kLastFailureKind) return std::nullopt;
   return static_cast<FailureKind>(value);
 }
 

@@ -387,6 +387,7 @@ void PoolImpl::finish_failed(ExecutionImpl& e, FailureKind kind, std::string_vie
   {
     std::lock_guard lock(mutex_);
     ++stats_.failed;
+    ++stats_.failed_by_kind[static_cast<std::size_t>(kind)];
   }
   e.observer_->on_failed(kind, message);
 }

@@ -48,6 +48,8 @@ constexpr auto kAcceptPause = std::chrono::milliseconds(50);
 constexpr auto kAcceptLogInterval = std::chrono::seconds(1);
 // The socket send buffer of a streamed response (Linux doubles it).
 constexpr int kStreamSendBuffer = 64 * 1024;
+// Responses are counted by status code below this (HTTP codes are three digits).
+constexpr std::size_t kStatusCodes = 600;
 
 class Connection;
 
@@ -67,7 +69,23 @@ struct ServerState {
   // Every live connection, so a drain or a stop can reach the idle ones.
   std::mutex connections_mutex;
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;
+  // HttpServer::responses_by_status and open_streams.
+  std::array<std::atomic<std::uint64_t>, kStatusCodes> responses{};
+  std::atomic<std::size_t> streams_open{0};
+
+  void count_response(unsigned status) {
+    if (status < kStatusCodes) responses[status].fetch_add(1, std::memory_order_relaxed);
+  }
 };
+
+// Whether `address` is a loopback address, also when it is IPv4 mapped into IPv6 (a
+// dual-stack listener sees 127.0.0.1 as ::ffff:127.0.0.1).
+bool is_loopback(const net::ip::address& address) {
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6()).is_loopback();
+  }
+  return address.is_loopback();
+}
 
 http::response<http::string_body> plain_response(unsigned version, bool keep_alive,
                                                  http::status status, std::string body) {
@@ -149,7 +167,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       : stream_(std::move(socket)), state_(std::move(state)) {}
   ~Connection() {
     // The server stopped with a stream open: its writer must learn it is over.
-    if (body_) body_->close();
+    if (body_) {
+      body_->close();
+      state_->streams_open.fetch_sub(1, std::memory_order_relaxed);
+    }
     std::lock_guard lock(state_->connections_mutex);
     state_->connections.erase(this);
   }
@@ -225,6 +246,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return reply_error(http::status::bad_request,
                          "Transfer-Encoding must be exactly 'chunked'\n");
     }
+    if (const auto* route = local_route(head.target())) {
+      auto request = to_request(head);
+      beast::error_code ec;
+      auto peer = stream_.socket().remote_endpoint(ec);
+      if (!ec) {
+        request.peer = peer.address().to_string();
+        request.peer_loopback = is_loopback(peer.address());
+      }
+      auto response = route->answer(request);
+      if (response.stream) response.stream->close();  // not for local routes
+      return refuse(std::move(response));
+    }
     if (endpoint_path(head.target())) {
       head_ = to_request(head);
       if (options().check_head) {
@@ -237,6 +270,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     parser_->body_limit(options().max_body_bytes);  // a chunked body is counted as it comes
     read_body();
+  }
+
+  const HttpServer::Options::LocalRoute* local_route(std::string_view target) const {
+    std::string_view path = target.substr(0, target.find('?'));
+    for (const auto& route : options().local_routes) {
+      if (path == route.path) return &route;
+    }
+    return nullptr;
   }
 
   bool endpoint_path(std::string_view target) const {
@@ -253,9 +294,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
            " bytes\n";
   }
 
-  // check_head refused the request: answer without reading its body. A request that has
-  // none leaves the connection in step, so it may go on; otherwise the unread body
-  // is discarded while lingering (see linger), never parsed.
+  // Answers without reading the request's body (check_head refused it, or a local route
+  // answered it). A request that has none leaves the connection in step, so it may go on;
+  // otherwise the unread body is discarded while lingering (see linger), never parsed.
   void refuse(HttpResponse&& response) {
     const auto& head = parser_->get();
     bool keep_alive = head.keep_alive() && parser_->is_done();
@@ -360,6 +401,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // HEAD, on every path: the GET's headers (Content-Length included) and no body. A body
     // would be read by a pipelining client as the start of its next response.
     if (head_method_) response_.body().clear();
+    state_->count_response(response_.result_int());
     bool keep_alive = response_.keep_alive();
     stream_.expires_after(options().idle_timeout);
     http::async_write(stream_, response_,
@@ -379,6 +421,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void start_stream(HttpResponse&& r, unsigned version, bool keep_alive) {
     body_ = std::move(r.stream);
+    state_->streams_open.fetch_add(1, std::memory_order_relaxed);
+    state_->count_response(static_cast<unsigned>(r.status));
     keep_alive = keep_alive && !state_->draining.load(std::memory_order_acquire);
     stream_keep_alive_ = keep_alive;
     auto head = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(r.status), version);
@@ -497,6 +541,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The body's end was sent.
   void stream_ended() {
     auto body = std::move(body_);
+    state_->streams_open.fetch_sub(1, std::memory_order_relaxed);
     body->close();
     // The watching read is cancelled and resumes the connection in its handler; without
     // one pending, resume now.
@@ -517,7 +562,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void stream_failed() {
     auto body = std::move(body_);
     close();
-    if (body) body->close();
+    if (body) {
+      state_->streams_open.fetch_sub(1, std::memory_order_relaxed);
+      body->close();
+    }
   }
 
   // Ends a connection whose client may still be sending (a refused body, say): stop
@@ -657,7 +705,8 @@ struct HttpServer::Impl {
 
   // Answers a fresh connection 503 with `Connection: close` and closes it. A fresh
   // socket's send buffer takes the few bytes whole, so the blocking write cannot wait.
-  static void refuse(tcp::socket& socket, std::string why) {
+  void refuse(tcp::socket& socket, std::string why) {
+    state->count_response(503);
     beast::error_code ec;
     auto res = plain_response(11, false, http::status::service_unavailable, std::move(why));
     res.set(http::field::retry_after, "1");
@@ -870,6 +919,21 @@ void HttpServer::close_connections() {
 std::size_t HttpServer::open_connections() const {
   std::lock_guard lock(impl_->state->connections_mutex);
   return impl_->state->connections.size();
+}
+
+std::size_t HttpServer::open_streams() const {
+  return impl_->state->streams_open.load(std::memory_order_relaxed);
+}
+
+std::vector<std::pair<int, std::uint64_t>> HttpServer::responses_by_status() const {
+  std::vector<std::pair<int, std::uint64_t>> out;
+  const auto& counts = impl_->state->responses;
+  for (std::size_t code = 0; code < counts.size(); ++code) {
+    if (auto n = counts[code].load(std::memory_order_relaxed); n > 0) {
+      out.emplace_back(static_cast<int>(code), n);
+    }
+  }
+  return out;
 }
 
 }  // namespace dorm::mcp

@@ -58,6 +58,8 @@ detail::Activation* Runtime::Impl::spawn_locked(detail::Directory::Shard& shard,
   if (options.resident_budget > 0) lru.push_front(raw);
   shard.live.insert(std::move(act));
   live_count.fetch_add(1);
+  ns->counters->activations.fetch_add(1, std::memory_order_relaxed);
+  ns->counters->resident.fetch_add(1, std::memory_order_relaxed);
   return raw;
 }
 
@@ -154,7 +156,13 @@ bool Runtime::Impl::try_begin_dispose(detail::Activation* act) {
 }
 
 // Called by the activation's own host, which holds a reference to `act` throughout.
-void Runtime::Impl::end(detail::Activation* act, StartReason next, bool remember) {
+Runtime::Impl::NamespaceCounters* Runtime::Impl::counters_of(std::string_view ns) const {
+  std::shared_lock lock(namespaces_mutex);
+  auto it = namespaces.find(ns);
+  return it == namespaces.end() ? nullptr : it->second.counters.get();
+}
+
+void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause cause, bool remember) {
   std::unique_ptr<std::vector<detail::Envelope>> parked;
   caf::actor successor;
   std::vector<caf::actor> victims;
@@ -168,6 +176,10 @@ void Runtime::Impl::end(detail::Activation* act, StartReason next, bool remember
     parked = std::move(act->parked);
     shard.live.erase(act);
     live_count.fetch_sub(1);
+    if (auto* counters = counters_of(act->id.ns())) {
+      counters->resident.fetch_sub(1, std::memory_order_relaxed);
+      counters->ended[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+    }
     if (next == StartReason::after_reset) {
       shard.next_start[act->id] = next;
     } else if (remember) {

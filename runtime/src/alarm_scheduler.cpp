@@ -111,7 +111,21 @@ void AlarmScheduler::tick() {
       break;
     }
   }
+  publish_late(now);
   arm(next);
+}
+
+// Runs after each tick and each finished delivery: between them nothing becomes late
+// without a tick (the timer is armed for the earliest due entry), except what the overdue
+// rate holds back, which the next release's tick counts again.
+void AlarmScheduler::publish_late(std::int64_t now) {
+  std::uint64_t late = retries_.size();
+  for (const auto& [index_key, version] : window_.entries()) {
+    auto due = decode_due(index_key);
+    if (due && *due > now) break;
+    if (!inflight_.contains(index_key) && !retries_.contains(index_key)) ++late;
+  }
+  impl_->alarms_late.store(late, std::memory_order_relaxed);
 }
 
 AlarmScheduler::Pass AlarmScheduler::deliver_due(std::int64_t now) {
@@ -207,6 +221,7 @@ void AlarmScheduler::done(const AlarmDone& result) {
   }
   // A version set again while this one was in flight may be due, and a full window may
   // have room for the rest of the index again.
+  publish_late(impl_->clock->now_ms());
   tick_soon();
 }
 

@@ -70,6 +70,9 @@ class AlarmScheduler : public caf::event_based_actor {
   std::int64_t jittered_delay_ms(int failed_attempt);
   // True if the alarm with this version was set by an earlier runtime over this store.
   bool set_before_start(std::string_view version) const;
+  // Stores how many alarms are due and not handed out (RuntimeStats::alarms_late): those
+  // the window holds that are due and not in flight, and those waiting for a retry.
+  void publish_late(std::int64_t now);
 
   Runtime* runtime_;
   Runtime::Impl* impl_;

@@ -295,6 +295,35 @@ std::uint64_t Runtime::generation() const { return impl_->generation; }
 
 std::size_t Runtime::active_objects() const { return impl_->live_count.load(); }
 
+RuntimeStats Runtime::stats() const {
+  RuntimeStats out;
+  {
+    std::shared_lock lock(impl_->namespaces_mutex);
+    out.namespaces.reserve(impl_->namespaces.size());
+    for (const auto& [name, ns] : impl_->namespaces) {
+      const auto& c = *ns.counters;
+      auto ended = [&c](Impl::EndCause cause) {
+        return c.ended[static_cast<std::size_t>(cause)].load(std::memory_order_relaxed);
+      };
+      RuntimeStats::Namespace n;
+      n.name = name;
+      n.activations = c.activations.load(std::memory_order_relaxed);
+      n.resident = c.resident.load(std::memory_order_relaxed);
+      n.stopped_idle = ended(Impl::EndCause::idle);
+      n.stopped_budget = ended(Impl::EndCause::budget);
+      n.stopped_drain = ended(Impl::EndCause::drain);
+      n.stopped_shutdown = ended(Impl::EndCause::shutdown);
+      n.resets = ended(Impl::EndCause::reset);
+      out.namespaces.push_back(std::move(n));
+    }
+  }
+  out.turn_latency = impl_->turn_latency.snapshot();
+  out.alarms_set = impl_->alarms_set.load(std::memory_order_relaxed);
+  out.alarms_removed = impl_->alarms_removed.load(std::memory_order_relaxed);
+  out.alarms_late = impl_->alarms_late.load(std::memory_order_relaxed);
+  return out;
+}
+
 std::size_t Runtime::remembered_ids() const {
   std::size_t n = 0;
   impl_->directory.for_each_shard([&n](detail::Directory::Shard& shard) {

@@ -5,6 +5,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -139,11 +140,22 @@ struct Runtime::Impl {
   // sender that took its shard lock afterwards sees it and activates nothing.
   std::atomic<bool> stopping{false};
   mutable std::shared_mutex namespaces_mutex;  // guards `namespaces`
+  // Why an activation ended (RuntimeStats); the first four follow StopReason.
+  enum class EndCause : std::uint8_t { idle, budget, drain, shutdown, reset };
+  static constexpr std::size_t kEndCauses = 5;
+  static EndCause end_cause(StopReason r) { return static_cast<EndCause>(r); }
+  // A namespace's share of RuntimeStats.
+  struct NamespaceCounters {
+    std::atomic<std::uint64_t> activations{0};
+    std::atomic<std::uint64_t> resident{0};
+    std::array<std::atomic<std::uint64_t>, kEndCauses> ended{};
+  };
   struct Namespace {
     ObjectFactory factory;
     NamespaceOptions options;
     // options.uncached_prefixes as the storage cache sees them (under the object's data).
     std::vector<std::string> cache_uncached;
+    std::unique_ptr<NamespaceCounters> counters = std::make_unique<NamespaceCounters>();
   };
   std::map<std::string, Namespace, std::less<>> namespaces;
   bool stopped = false;  // shutdown() or crash() ran
@@ -153,6 +165,12 @@ struct Runtime::Impl {
       std::make_shared<std::atomic<RuntimeErrc>>(RuntimeErrc::object_reset);
   Runtime* self = nullptr;
   std::shared_ptr<detail::PostBox> posts;  // Inbox posts (see PostBox)
+
+  // ---- RuntimeStats (the namespaces keep their own share) ----
+  DurationHistogram turn_latency;
+  std::atomic<std::uint64_t> alarms_set{0};
+  std::atomic<std::uint64_t> alarms_removed{0};
+  std::atomic<std::uint64_t> alarms_late{0};  // published by the alarm scheduler
 
   Impl(storage::Backend& b, RuntimeOptions o) : backend(b), options(std::move(o)) {}
 
@@ -186,8 +204,10 @@ struct Runtime::Impl {
   // The activation stopped (on_stop done, or reset): forget it and hand its parked
   // messages to a new activation. `next` is that id's next start reason; with `remember`
   // false (an object with no state, DurableObject::dispose_empty) a `wake` is not recorded
-  // and the id leaves no trace in the directory.
-  void end(detail::Activation* act, StartReason next, bool remember = true);
+  // and the id leaves no trace in the directory. `cause` is counted in the stats.
+  void end(detail::Activation* act, StartReason next, EndCause cause, bool remember = true);
+  // The counters of the namespace `ns`, or null if it is not registered.
+  NamespaceCounters* counters_of(std::string_view ns) const;
   // Marks the runtime stopping and returns every live activation (shutdown, crash).
   std::vector<std::shared_ptr<detail::Activation>> stop_admitting();
   // Empties the directory once the actor system is gone (shutdown, crash).

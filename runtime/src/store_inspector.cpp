@@ -162,6 +162,56 @@ Result<std::vector<StoredObject>> StoreInspector::objects(std::string_view ns, s
   return out;
 }
 
+namespace {
+
+Error stopped_counting() {
+  return Error{ErrorCode::unavailable, "the count was stopped before it finished"};
+}
+
+bool stop_requested(const std::atomic<bool>* stop) {
+  return stop && stop->load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+Result<std::size_t> StoreInspector::count_objects(std::string_view ns,
+                                                  const std::atomic<bool>* stop) {
+  const std::string prefix = namespace_prefix(ns);
+  const auto end = storage::ScanOptions::prefix_successor(prefix);
+  std::string start = prefix;
+  std::size_t count = 0;
+  for (;;) {
+    if (stop_requested(stop)) return stopped_counting();
+    auto key = first_key(*backend_, start, end);
+    if (!key) return std::move(key).error();
+    if (!*key) return count;
+    auto decoded = keys::decode_object_key(**key);
+    if (!decoded || decoded->ns != ns) {
+      start = **key + '\0';  // not the runtime's: step over it alone
+      continue;
+    }
+    ++count;
+    auto next = storage::ScanOptions::prefix_successor(keys::object_prefix(ns, decoded->body));
+    if (!next) return count;
+    start = std::move(*next);
+  }
+}
+
+Result<std::size_t> StoreInspector::count_index_entries(std::string_view index,
+                                                        const std::atomic<bool>* stop) {
+  storage::ScanOptions scan = storage::ScanOptions::with_prefix(keys::index_prefix(index));
+  scan.limit = kPage;
+  std::size_t count = 0;
+  for (;;) {
+    if (stop_requested(stop)) return stopped_counting();
+    auto rows = backend_->scan(scan);
+    if (!rows) return std::move(rows).error();
+    count += rows->size();
+    if (rows->size() < kPage) return count;
+    scan.start_after = std::move(rows->back().key);
+  }
+}
+
 Result<std::optional<StoredObject>> StoreInspector::find_object(std::string_view ns,
                                                                 std::string_view text) {
   std::optional<std::string> body;

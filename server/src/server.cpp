@@ -16,15 +16,18 @@
 #include "dorm/actors/code_mode.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
+#include "dorm/actors/server_metrics.hpp"
 #include "dorm/engine/pool.hpp"
 #include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/dns_rebinding.hpp"
 #include "dorm/mcp/endpoint.hpp"
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/metrics_access.hpp"
 #include "dorm/mcp/oauth_resource.hpp"
 #include "dorm/runtime/log.hpp"
 #include "dorm/runtime/otlp_file_tracer.hpp"
 #include "dorm/runtime/runtime.hpp"
+#include "dorm/storage/metered_backend.hpp"
 #include "dorm/storage/open.hpp"
 #include "graceful_stop.hpp"
 #include "server_auth.hpp"
@@ -110,11 +113,12 @@ void raise_descriptor_limit(std::size_t max_connections) {
 
 // 1. Bind: /healthz answers while storage opens, /mcp requests wait, and a port conflict
 //    is reported before any storage work. Null (logged) when the address cannot be bound.
-std::unique_ptr<mcp::HttpServer> bind_listener(const ServerOptions& options,
-                                               const mcp::ListenAddress& listen,
-                                               const mcp::CheckPolicy& policy,
-                                               const mcp::OAuthResource* oauth) {
+std::unique_ptr<mcp::HttpServer> bind_listener(
+    const ServerOptions& options, const mcp::ListenAddress& listen, const mcp::CheckPolicy& policy,
+    const mcp::OAuthResource* oauth,
+    std::vector<mcp::HttpServer::Options::LocalRoute> local_routes) {
   mcp::HttpServer::Options http;
+  http.local_routes = std::move(local_routes);
   http.listen = listen;
   http.io_threads = options.http_threads;
   http.reuse_port = options.reuse_port;
@@ -148,15 +152,24 @@ std::unique_ptr<mcp::HttpServer> bind_listener(const ServerOptions& options,
   return std::move(server).value();
 }
 
-// At SIGHUP: reads the token file again (nothing to do in single-user mode).
-void reload_tokens(mcp::AuthTokens* tokens) {
+// At SIGHUP: reads a token file again (nothing to do without one). `what` names it in the
+// log lines: auth_tokens, metrics_tokens.
+void reload_tokens(mcp::AuthTokens* tokens, std::string_view what) {
   if (!tokens) return;
   if (auto ok = tokens->reload(); !ok) {
-    log::error("auth_tokens_reload_failed", {{"error", ok.error().message}});
+    log::error(std::string(what) + "_reload_failed", {{"error", ok.error().message}});
   } else {
-    log::info("auth_tokens_reloaded", {{"path", tokens->path()}});
+    log::info(std::string(what) + "_reloaded", {{"path", tokens->path()}});
   }
 }
+
+// Forgets the metrics' sources when it goes out of scope: one is declared right after each
+// source is attached, so that whichever way a function returns, the metrics let go of a
+// source before it is destroyed (the I/O threads may still be scraping).
+struct MetricsDetach {
+  actors::ServerMetrics& metrics;
+  ~MetricsDetach() { metrics.detach(); }
+};
 
 // The engine pool for code_mode, null without it. Call it on the thread that serves:
 // the workers die with the thread that spawned them (PR_SET_PDEATHSIG).
@@ -241,6 +254,7 @@ struct Server::Impl {
   mcp::ResourceRegistry resources;
   mcp::PromptRegistry prompts;
   storage::Backend* given_store = nullptr;
+  std::function<Result<void>(Runtime&)> runtime_started;
   StopRequests stop;
 
   // Whether run() is going on, so the destructor can wait for it.
@@ -253,10 +267,17 @@ struct Server::Impl {
 // What run() has made so far; destroyed in reverse order of declaration, so the HTTP
 // server outlives the endpoint and pages that answer through it.
 struct Server::Impl::Startup {
+  explicit Startup(const std::string& version) : metrics(version) {}
+
   std::unique_ptr<mcp::AuthTokens> tokens;
+  std::unique_ptr<mcp::AuthTokens> metrics_tokens;
   std::unique_ptr<mcp::OAuthResource> oauth;
   mcp::McpEndpoint::Options endpoint_options;
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
+  // GET /metrics (docs/operations.md#metrics), answered on the I/O threads from the bind
+  // on: declared before the server, so it outlives the threads that scrape it.
+  actors::ServerMetrics metrics;
+  mcp::MetricsAccessPolicy metrics_access;
   std::unique_ptr<mcp::HttpServer> server;
 };
 
@@ -305,7 +326,7 @@ int Server::Impl::start() {
   }
   std::string mode = auth_mode(options, *listen);
   if (mode.empty()) return 1;
-  Startup s;
+  Startup s(options.version);
   // Before any thread starts (the OAuth key fetcher is the first), so every thread
   // inherits the blocked mask and signals reach only the signal thread. Declared after
   // the token file, which the signal thread reloads at SIGHUP, so it stops first.
@@ -326,9 +347,24 @@ int Server::Impl::start() {
     }
     s.oauth = std::move(started).value();
   }
+  if (!options.metrics_tokens.empty()) {
+    auto loaded = mcp::AuthTokens::open(options.metrics_tokens);
+    if (!loaded) {
+      log::error("metrics_tokens_unusable", {{"error", loaded.error().message}});
+      return 1;
+    }
+    s.metrics_tokens = std::move(loaded).value();
+  }
   s.endpoint_options.policy.tokens = s.tokens.get();
   s.endpoint_options.oauth = s.oauth.get();
   if (!add_allowed_callers(options, s.endpoint_options.policy)) return 1;
+  s.metrics_access = mcp::MetricsAccessPolicy{s.metrics_tokens.get(),
+                                              s.endpoint_options.policy.allowed_hosts,
+                                              s.endpoint_options.policy.allowed_origins};
+  std::vector<mcp::HttpServer::Options::LocalRoute> local_routes{
+      {"/metrics", [&s](const mcp::HttpRequest& head) {
+         return s.metrics.scrape(head, s.metrics_access);
+       }}};
   for (const auto& set : options.fixtures) {
     if (auto ok = actors::register_fixtures({tools, resources, prompts}, set); !ok) {
       log::error("bad_fixtures", {{"error", ok.error().message}});
@@ -337,9 +373,12 @@ int Server::Impl::start() {
   }
   if (!open_tracer(options, s.tracer)) return 1;
 
-  s.server = bind_listener(options, *listen, s.endpoint_options.policy, s.oauth.get());
+  s.server = bind_listener(options, *listen, s.endpoint_options.policy, s.oauth.get(),
+                           std::move(local_routes));
   if (!s.server) return 1;
   auto& srv = *s.server;
+  s.metrics.attach_http(srv);
+  MetricsDetach detach_http{s.metrics};
   if (s.oauth && options.oauth_audience.empty()) {
     // Requests before this line are answered 503 (the audience is not known yet).
     if (auto ok = s.oauth->set_resource("http://" + srv.local_address().to_string() + "/mcp");
@@ -354,7 +393,12 @@ int Server::Impl::start() {
   // At the first stop the server drains at once: the listener closes first, so a
   // successor can bind, and idle connections close, so clients reconnect to it.
   stop.on_first_stop([&srv] { srv.begin_drain(); });
-  if (signals) signals->start(stop, [&s] { reload_tokens(s.tokens.get()); });
+  if (signals) {
+    signals->start(stop, [&s] {
+      reload_tokens(s.tokens.get(), "auth_tokens");
+      reload_tokens(s.metrics_tokens.get(), "metrics_tokens");
+    });
+  }
   log::info("bound", {{"address", srv.local_address().to_string()}});
   int status = serve_bound(s);
   // A stop from now on finds nothing to drain (the HTTP server goes away below).
@@ -386,21 +430,36 @@ int Server::Impl::serve_bound(Startup& s) {
   }
   storage::Backend& store = given_store ? *given_store : *opened;
   log::info("storage_open", {{"storage", store.describe()}});
+  // Every commit the server makes goes through this, which times and measures it.
+  storage::MeteredBackend metered(store);
+  s.metrics.attach_storage(metered);
+  MetricsDetach detach_store{s.metrics};
 
   // 3. The runtime: bumps the generation.
-  auto started = start_runtime(store, s.tracer.get());
+  auto started = start_runtime(metered, s.tracer.get());
   if (!started) {
     log::error("runtime_start_failed", {{"error", started.error().describe()}});
     return 1;
   }
   auto& runtime = **started;
+  s.metrics.attach_runtime(runtime);
+  MetricsDetach detach_runtime{s.metrics};
   auto sessions = session_options();
+  sessions.counters = &s.metrics.session_counters();
   std::unique_ptr<engine::Pool> pool;
   actors::CodeModeOptions code_mode;
   if (options.code_mode &&
       !enable_code_mode(options, pool_created, *s.server, tools, sessions, pool, code_mode)) {
     return 1;
   }
+  if (runtime_started) {
+    if (auto ok = runtime_started(runtime); !ok) {
+      log::error("runtime_setup_failed", {{"error", ok.error().describe()}});
+      return 1;
+    }
+  }
+  if (pool) s.metrics.attach_engine(*pool);
+  MetricsDetach detach_pool{s.metrics};
   if (auto ok = actors::register_mcp_session(runtime, sessions); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});
     return 1;
@@ -409,6 +468,8 @@ int Server::Impl::serve_bound(Startup& s) {
                                 {"start_kind", to_string(runtime.start_kind())}});
   // 4. Reap.
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
+  // After the boot reap, which a client resuming right away is waiting for.
+  s.metrics.count_stored();
   return serve_until_stopped(s, runtime, store);
 }
 
@@ -468,6 +529,8 @@ int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Bac
   watch.reset();
   stop.on_first_stop({});  // a first stop came already; this keeps it from touching srv
   srv.stop();
+  // No scrape runs now (the I/O threads are gone): the sources may go.
+  s.metrics.detach();
   // Requests parked for the authorization server's keys are answered (503, to sockets
   // already closed) before the endpoint and the page they would call into go away.
   if (oauth) oauth->stop();
@@ -487,6 +550,10 @@ Server::~Server() {
   stop();
   lock.lock();
   impl_->run_cv.wait(lock, [this] { return impl_->run_state != Impl::RunState::running; });
+}
+
+void Server::on_runtime_started(std::function<Result<void>(Runtime&)> hook) {
+  impl_->runtime_started = std::move(hook);
 }
 
 mcp::ToolRegistry& Server::tools() {

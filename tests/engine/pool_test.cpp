@@ -223,6 +223,24 @@ TEST_CASE("engine: uncaught errors fail with runtime_error and the user's line")
   CHECK(message.find("not JSON-serialisable") != std::string::npos);
 }
 
+TEST_CASE("engine: the pool counts completions, and failures by kind") {
+  auto kind = [](FailureKind k) { return static_cast<std::size_t>(k); };
+  auto before = pool().stats();
+  CHECK(failure_of("throw new Error('counted')", small_limits()) == FailureKind::runtime_error);
+  CHECK(failure_of("const = ;", small_limits()) == FailureKind::syntax_error);
+  CHECK(result_of("return 1") == "1");
+  auto after = pool().stats();
+  CHECK(after.failed - before.failed == 2);
+  CHECK(after.completed - before.completed == 1);
+  CHECK(after.failed_by_kind[kind(FailureKind::runtime_error)] -
+            before.failed_by_kind[kind(FailureKind::runtime_error)] == 1);
+  CHECK(after.failed_by_kind[kind(FailureKind::syntax_error)] -
+            before.failed_by_kind[kind(FailureKind::syntax_error)] == 1);
+  CHECK(after.failed_by_kind[kind(FailureKind::memory_limit)] ==
+        before.failed_by_kind[kind(FailureKind::memory_limit)]);
+  CHECK(after.failed_by_kind[0] == 0);  // no kind has wire value 0
+}
+
 TEST_CASE("engine: syntax errors come back as syntax_error with line and column") {
   std::string message;
   CHECK(failure_of("const a = 1;\nconst = 2;", small_limits(), &message) == FailureKind::syntax_error);

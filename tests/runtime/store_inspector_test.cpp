@@ -290,3 +290,30 @@ TEST_CASE("store inspector: without the id secret, ids print as their body and a
   CHECK(by_name.error().code == ErrorCode::invalid_argument);
   CHECK(by_name.error().message.find("no id secret") != std::string::npos);
 }
+
+TEST_CASE("store inspector: counts a namespace's objects and an index's entries, and stops when told") {
+  InspectFixture f;
+  const std::int64_t now = f.clock.now_ms();
+  for (const char* name : {"a", "b", "c"}) {
+    f.ask("things", name, write_atom::value, std::string("k"), std::string("v"));
+  }
+  f.ask("things", "a", alarm_atom::value, std::string("later"), now + 60'000);
+  f.ask("others", "x", alarm_atom::value, std::string(""), now + 5'000);
+  for (const char* entry : {"e1", "e2", "e3"}) {
+    f.ask("others", "y", index_atom::value, std::string("my.index"), std::string(entry), std::string(""));
+  }
+  f.expected_active = 5;
+  auto in = f.inspector();
+  CHECK(in.count_objects("things").value_or_throw() == 3);
+  CHECK(in.count_objects("others").value_or_throw() == 1);  // y holds index entries only
+  CHECK(in.count_objects("nobody").value_or_throw() == 0);
+  CHECK(in.count_index_entries("my.index").value_or_throw() == 3);
+  CHECK(in.count_index_entries(keys::kAlarmIndex).value_or_throw() == 2);
+  CHECK(in.count_index_entries("no.such.index").value_or_throw() == 0);
+
+  std::atomic<bool> stop{true};
+  auto stopped = in.count_objects("things", &stop);
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.error().code == ErrorCode::unavailable);
+  CHECK(in.count_index_entries("my.index", &stop).error().code == ErrorCode::unavailable);
+}

@@ -107,6 +107,11 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
          "--auth-tokens", serve.auth_tokens,
          "JSON token file [{\"sha256\": hex, \"user\": ..., \"org\": ...}]; reloaded on SIGHUP")
       ->check(CLI::ExistingFile);
+  cmd.add_option("--metrics-tokens", serve.metrics_tokens,
+                 "Token file (the --auth-tokens format) whose tokens may read GET /metrics "
+                 "from another machine; without it only loopback callers may. Reloaded on "
+                 "SIGHUP")
+      ->check(CLI::ExistingFile);
   add_serve_oauth_options(cmd, serve);
   cmd.add_option("--allowed-origins", serve.allowed_origins,
                  "Origins allowed besides loopback ones (comma-separated scheme://host[:port])")

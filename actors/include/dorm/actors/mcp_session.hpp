@@ -12,7 +12,9 @@
 // session (an unknown or deleted id) answers 404 and leaves memory at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "dorm/mcp/event_log.hpp"
@@ -26,6 +28,21 @@
 namespace dorm::actors {
 
 struct CodeModeOptions;
+
+// What sessions count for monitoring (GET /metrics, server_metrics.hpp): plain atomics a
+// server owns and every session adds to, each once the commit that made it true returned.
+struct SessionCounters {
+  std::atomic<std::uint64_t> created{0};  // initialize stored a new session
+  std::atomic<std::uint64_t> deleted{0};  // DELETE or the session TTL erased one
+  // Requests the restart reaper answered with -32001, by the error's data.reason.
+  std::atomic<std::uint64_t> reaped_server_restart{0};
+  std::atomic<std::uint64_t> reaped_session_reset{0};
+  // Code mode: owner records of paused executions written and removed (the execution
+  // settled, was resumed elsewhere or expired). Their difference is how many more paused
+  // executions the store holds than when counting began.
+  std::atomic<std::uint64_t> executions_paused{0};
+  std::atomic<std::uint64_t> executions_unpaused{0};
+};
 
 struct McpSessionOptions {
   std::string server_name = "dorm";
@@ -65,6 +82,8 @@ struct McpSessionOptions {
   bool reaper = true;
   // priming: sessions of 2025-11-25 and later get a priming event first on each stream.
   bool priming = true;
+  // Where sessions count what they did (null: nowhere). Must outlive every session.
+  SessionCounters* counters = nullptr;
 };
 
 // Registers the mcp-session namespace on `runtime`. `options` must outlive it.

@@ -25,6 +25,11 @@ enum class FailureKind : std::uint8_t {
   engine_overloaded = 14,       // the pool's queue of waiting executions is full
 };
 
+// The largest wire value: kinds run from 1 to this, with no gaps (a table indexed by the
+// wire value has kLastFailureKind + 1 entries, the first unused).
+inline constexpr std::uint8_t kLastFailureKind =
+    static_cast<std::uint8_t>(FailureKind::engine_overloaded);
+
 // A stable snake_case name ("memory_limit"), used in results, logs and docs.
 std::string_view to_string(FailureKind kind) noexcept;
 // The kind with that wire value, if there is one.

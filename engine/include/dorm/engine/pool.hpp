@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -136,6 +137,8 @@ class Pool {
     std::uint64_t workers_lost = 0;  // died or were killed, recycling excluded
     std::uint64_t completed = 0;
     std::uint64_t failed = 0;
+    // `failed` by kind, indexed by the kind's wire value (entry 0 is unused).
+    std::array<std::uint64_t, kLastFailureKind + 1> failed_by_kind{};
   };
   virtual Stats stats() const = 0;
   // Process ids of the live workers (tests kill one; operators look at them).

@@ -43,6 +43,11 @@ struct HttpRequest {
   std::string target;  // path and query, as sent
   std::vector<Field> headers;  // one per name, in order of first arrival
   std::string body;
+  // Who sent it, for a local route (Options::local_routes; empty elsewhere): the peer's
+  // IP address as text, and whether it is a loopback address (127.0.0.0/8, ::1, or
+  // either as an IPv4-mapped IPv6 address).
+  std::string peer;
+  bool peer_loopback = false;
 
   // The value of header `name` (lower-case), all its lines joined, if present.
   std::optional<std::string_view> header(std::string_view name) const;
@@ -139,6 +144,16 @@ class HttpServer {
     // Paths starting with one of these go to the handler too (and through check_head),
     // like the endpoint: `dorm serve` adds "/approve/" for code mode's approval page.
     std::vector<std::string> route_prefixes;
+    // Paths answered on the I/O thread by a function of their own, like the probes:
+    // `dorm serve` serves GET /metrics this way. The path must match exactly (a query is
+    // ignored). `answer` gets the request once its header is read — with its peer
+    // (HttpRequest::peer), never its body, which is not read — and must not block; its
+    // response is sent at once. Neither the handler nor check_head sees these requests.
+    struct LocalRoute {
+      std::string path;
+      std::function<HttpResponse(const HttpRequest& head)> answer;
+    };
+    std::vector<LocalRoute> local_routes;
     // Run on each endpoint request before its body is read (unset: none). A refusal is
     // sent at once; the body is never parsed, and the connection closes unless the
     // request had no body. Runs on an I/O thread, also before set_handler: must not block.
@@ -214,6 +229,14 @@ class HttpServer {
 
   // Connections accepted and not yet gone (idle, reading, answering or streaming).
   std::size_t open_connections() const;
+
+  // Streamed responses (SSE) whose head was sent and whose body has not ended. Thread-safe.
+  std::size_t open_streams() const;
+
+  // Responses so far, by status code, in code order (codes with none are left out): every
+  // response the server began to write, streamed ones and the 503s of refused connections
+  // included. Thread-safe.
+  std::vector<std::pair<int, std::uint64_t>> responses_by_status() const;
 
   // Stops serving: the listener and every connection close and the I/O threads end.
   // Responses given later are dropped (their connections are gone), so the server may

@@ -24,7 +24,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "dorm/duration_histogram.hpp"
 #include "dorm/result.hpp"
 #include "dorm/runtime/clock.hpp"
 #include "dorm/runtime/durable_object.hpp"
@@ -115,6 +117,37 @@ struct NamespaceOptions {
 
 using ObjectFactory = std::function<std::unique_ptr<DurableObject>()>;
 
+// What a runtime has done since it started, for `GET /metrics` (docs/operations.md#metrics).
+// Counters only grow; gauges say how things are now. Each number is exact at the moment it
+// is read, but they are read one by one, not as one snapshot.
+struct RuntimeStats {
+  struct Namespace {
+    std::string name;
+    std::uint64_t activations = 0;  // activations started
+    std::uint64_t resident = 0;     // gauge: activations live now
+    // Activations that left memory, by why: idle (the namespace's idle timeout, or the
+    // object disposed of itself), budget (the resident budget), drain and shutdown (the
+    // runtime stopping), reset (a failed turn).
+    std::uint64_t stopped_idle = 0;
+    std::uint64_t stopped_budget = 0;
+    std::uint64_t stopped_drain = 0;
+    std::uint64_t stopped_shutdown = 0;
+    std::uint64_t resets = 0;
+  };
+  std::vector<Namespace> namespaces;  // every registered one, in name order
+  // Every turn (handlers, alarms, continuations, on_start and on_stop), from its start to
+  // its commit; its count is the number of turns.
+  DurationHistogram::Snapshot turn_latency;
+  // Alarm records created and deleted by committed turns (moving an alarm deletes one and
+  // creates another): what the alarm index gained and lost since the start.
+  std::uint64_t alarms_set = 0;
+  std::uint64_t alarms_removed = 0;
+  // Gauge: alarms due and not yet handed to their object — held back by the overdue rate
+  // after a start, or waiting for a retry after a failed delivery. A lower bound when more
+  // are due than the scheduler's window holds (RuntimeOptions::alarm_window).
+  std::uint64_t alarms_late = 0;
+};
+
 class Runtime {
  public:
   // Starts a runtime over `backend`: reads (or creates, at first open) the id secret and
@@ -185,6 +218,9 @@ class Runtime {
   // whose next activation is a `wake`, and reset ones): memory held for the runtime's
   // life, a few bytes per id. Lets a test check that some traffic leaves nothing behind.
   std::size_t remembered_ids() const;
+  // Counters and gauges for monitoring (see RuntimeStats). Thread-safe and cheap: reads
+  // atomics, and takes the namespace lock only to list them.
+  RuntimeStats stats() const;
   const Clock& clock() const;
   storage::Backend& backend() const;
   caf::actor_system& system();

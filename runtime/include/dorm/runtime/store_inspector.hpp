@@ -15,6 +15,7 @@
 // 32-hex-digit body alone, and ids_complete() is false. The secret itself is never shown.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -88,6 +89,16 @@ class StoreInspector {
   // Every namespace with at least one object, in name order, with its object count. One
   // seek per object: an object's own keys are skipped, not read.
   Result<std::vector<NamespaceCount>> namespaces();
+
+  // How many objects of `ns` have at least one key in the store: one seek per object, as
+  // namespaces(), none of their keys read. `stop`, if given, is looked at before each
+  // seek: once it is true the count ends with `unavailable` (a server stopping while it
+  // counts a large store in the background).
+  Result<std::size_t> count_objects(std::string_view ns, const std::atomic<bool>* stop = nullptr);
+
+  // How many entries index `index` holds, read a page at a time (`stop` as above).
+  Result<std::size_t> count_index_entries(std::string_view index,
+                                          const std::atomic<bool>* stop = nullptr);
 
   // Objects of `ns` in key order, after the one with raw body `after_body` (empty: from
   // the first), at most `limit` of them (0: all).

@@ -33,9 +33,14 @@
 #include <vector>
 
 #include "dorm/mcp/prompt_registry.hpp"
+#include "dorm/result.hpp"
 #include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 #include "dorm/storage/backend.hpp"
+
+namespace dorm {
+class Runtime;
+}
 
 namespace dorm::server {
 
@@ -48,6 +53,9 @@ struct ServerOptions {
   std::string auth;
   // JSON token file; empty = single-user mode (loopback --listen only).
   std::string auth_tokens;
+  // Tokens (same format) that may read GET /metrics from another machine; empty: only
+  // loopback callers may (docs/operations.md#metrics).
+  std::string metrics_tokens;
   // --auth oauth (docs/auth.md): the authorization server, this server's resource URI
   // (empty: http://<bound address>/mcp) and the scopes every token needs.
   std::string oauth_issuer;
@@ -130,6 +138,14 @@ class Server {
   // `store` must outlive run(); the server writes its generation and clean-shutdown marker
   // into it, as into any store, and does not close it. Call before run().
   void use_storage(storage::Backend& store);
+
+  // Runs once, on run()'s thread, right after the runtime starts (step 3) and before any
+  // request is served: the place to register the program's own durable object classes
+  // (Runtime::register_namespace) and to keep a reference to the runtime for the tools
+  // that send to them. The runtime lives until run() returns; it is shut down after the
+  // drain, so no tool runs after that. An error ends run() with status 1 (logged, with
+  // its message). Call before run(); a second call replaces the first hook.
+  void on_runtime_started(std::function<Result<void>(Runtime&)> hook);
 
   // Starts, serves until a stop, drains, and returns the exit status: 0 after a stop,
   // 1 when it could not start (the reason is logged: a bad option, an address it cannot
