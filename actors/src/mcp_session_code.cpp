@@ -150,7 +150,11 @@ class McpSession::CodeCall : public mcp::ToolContext, public std::enable_shared_
  public:
   using Done = std::function<void(const mcp::ToolResult&)>;
   CodeCall(McpSession& session, std::string arguments, std::weak_ptr<CallContext> caller, Done done)
-      : session_(session), arguments_(std::move(arguments)), caller_(std::move(caller)), done_(std::move(done)) {}
+      : session_(session),
+        inbox_(session.inbox()),
+        arguments_(std::move(arguments)),
+        caller_(std::move(caller)),
+        done_(std::move(done)) {}
 
   const std::string& arguments() const override { return arguments_; }
   mcp::ToolStorage& storage() override { return *session_.tool_storage_; }
@@ -161,6 +165,11 @@ class McpSession::CodeCall : public mcp::ToolContext, public std::enable_shared_
   }
   void after(std::chrono::milliseconds delay, std::function<void()> then) override {
     session_.after(delay, [self = shared_from_this(), then = std::move(then)] {
+      if (!self->finished_) self->run(then);
+    });
+  }
+  void post(std::function<void()> then) override {
+    inbox_.post([self = shared_from_this(), then = std::move(then)] {
       if (!self->finished_) self->run(then);
     });
   }
@@ -197,6 +206,7 @@ class McpSession::CodeCall : public mcp::ToolContext, public std::enable_shared_
 
  private:
   McpSession& session_;
+  Inbox inbox_;  // taken in the turn: post() may come from any thread
   std::string arguments_;
   std::weak_ptr<CallContext> caller_;
   Done done_;

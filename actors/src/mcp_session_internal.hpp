@@ -208,6 +208,7 @@ class McpSession::CallContext : public mcp::ToolContext,
               std::shared_ptr<Exchange> exchange, mcp::RequestId id, std::string arguments,
               std::string progress_token)
       : session_(session),
+        inbox_(session.inbox()),
         tool_(tool),
         exchange_(std::move(exchange)),
         id_(std::move(id)),
@@ -257,6 +258,12 @@ class McpSession::CallContext : public mcp::ToolContext,
   void after(std::chrono::milliseconds delay, std::function<void()> then) override {
     session_.after(delay, [self = shared_from_this(), then = std::move(then)] {
       // A cancelled call does no more work.
+      if (!self->finished_) self->run(then);
+    });
+  }
+
+  void post(std::function<void()> then) override {
+    inbox_.post([self = shared_from_this(), then = std::move(then)] {
       if (!self->finished_) self->run(then);
     });
   }
@@ -331,6 +338,9 @@ class McpSession::CallContext : public mcp::ToolContext,
 
  private:
   McpSession& session_;
+  // Taken in the turn that made the call: post() comes from other threads, where the
+  // session itself must not be touched (its activation may be gone).
+  Inbox inbox_;
   const mcp::ToolRegistry::Entry& tool_;
   void stop(std::optional<std::string> final_response) {
     if (finished_) return;

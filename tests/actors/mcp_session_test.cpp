@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
@@ -638,5 +639,70 @@ TEST_CASE("a store failure while a tool finishes fails the turn: the session res
   CHECK(ev[0]["id"].GetInt() == 5);
   CHECK(ev[0]["error"]["code"].GetInt() == -32001);
   CHECK(std::string(ev[0]["error"]["data"]["reason"].GetString()) == "session_reset");
+  f.expected_active = 1;
+}
+
+TEST_CASE("tools/call: a tool finishes from another thread through post(); after a cancel the post is dropped") {
+  SessionFixture f(false);
+  // The handler hands its context to a thread of its own (as a library's callback or
+  // another object's reply would arrive), which posts the result back into the session.
+  std::vector<std::thread> threads;
+  mcp::ToolSpec spec;
+  spec.name = "elsewhere";
+  spec.input_schema = R"({"type":"object","required":["text"],"properties":{"text":{"type":"string"}}})";
+  std::shared_ptr<mcp::ToolContext> held;
+  spec.handler = [&](std::shared_ptr<mcp::ToolContext> call) {
+    held = call;
+    rapidjson::Document args;
+    args.Parse(call->arguments().c_str());
+    std::string text = args["text"].GetString();
+    if (text == "hold") return;  // the test posts for it later
+    threads.emplace_back([call, text] {
+      call->post([call, text] { call->finish(mcp::ToolResult::text("from a thread: " + text)); });
+    });
+  };
+  REQUIRE(f.tools.add(std::move(spec)).ok());
+  f.add_namespace();
+  const std::string s = "s-tool-post-000001";
+  REQUIRE(f.initialize(s).status == 200);
+
+  SessionCall c;
+  c.kind = SessionCall::Kind::post;
+  c.session_id = s;
+  c.caller = f.alice;
+  c.messages = messages(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"elsewhere","arguments":{"text":"hi"}}})");
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(c), answer);
+  f.runtime->run_until_idle();
+  REQUIRE(answer->has_value());
+  auto& res = **answer;
+  REQUIRE(res.stream);
+  // Once the thread is done, its post is queued (or ran already, if it came while the
+  // runtime was running): on virtual time posts run on the test's thread.
+  for (auto& t : threads) t.join();
+  f.runtime->run_until_idle();
+  CHECK(read(res).over);
+  auto ev = events(res);
+  REQUIRE(ev.size() == 1);
+  CHECK(text_of(ev[0]) == "from a thread: hi");
+
+  // A call cancelled before its post arrives: the post does nothing (no second answer,
+  // no crash), and the session keeps serving.
+  SessionCall held_call;
+  held_call.kind = SessionCall::Kind::post;
+  held_call.session_id = s;
+  held_call.caller = f.alice;
+  held_call.messages = messages(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"elsewhere","arguments":{"text":"hold"}}})");
+  auto held_answer = std::make_shared<std::optional<HttpResponse>>();
+  f.send(std::move(held_call), held_answer);
+  f.runtime->run_until_idle();
+  REQUIRE(held);
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}})").status == 202);
+  CHECK(held->finished());
+  bool ran = false;
+  std::thread([&] { held->post([&] { ran = true; }); }).join();
+  f.runtime->run_until_idle();
+  CHECK_FALSE(ran);
+  CHECK(f.post(s, R"({"jsonrpc":"2.0","id":3,"method":"ping"})").status == 200);
   f.expected_active = 1;
 }

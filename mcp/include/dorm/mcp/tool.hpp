@@ -83,6 +83,13 @@ class ToolContext {
   virtual void log(std::string_view level, std::string_view data_json) = 0;
   // Runs `then` `delay` from now as a turn of the session (not durable: a restart ends it).
   virtual void after(std::chrono::milliseconds delay, std::function<void()> then) = 0;
+  // Runs `then` as a turn of the session, as soon as it can: the way back in for work that
+  // finishes on another thread (another durable object's reply to Runtime::request, a
+  // library's completion callback). Callable from any thread, and after the handler
+  // returned; `then` may use this context (finish the call, say). Dropped, unrun, when the
+  // call is finished by then (cancelled) or the session's activation ended (a restart
+  // reaps the call). Not durable, like after().
+  virtual void post(std::function<void()> then) = 0;
   // Closes the call's current connection without ending its stream (SSE polling,
   // MCP 2025-11-25): the client resumes after the retry hint and gets the rest from the
   // log. Does nothing for a stream that cannot be resumed (no priming event).
