@@ -576,9 +576,12 @@ std::string default_worker_path() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
+  // Next to the program (an installed dorm), the build tree's layout, then where
+  // `meson install` puts it (for an installed program of one's own, docs/embedding.md).
   for (auto candidate : {self.parent_path() / "dorm-engine-worker",
                          self.parent_path() / ".." / "engine" / "dorm-engine-worker",
-                         self.parent_path() / ".." / ".." / "engine" / "dorm-engine-worker"}) {
+                         self.parent_path() / ".." / ".." / "engine" / "dorm-engine-worker",
+                         std::filesystem::path(DORM_INSTALLED_WORKER)}) {
     if (std::filesystem::exists(candidate, ec))
       return std::filesystem::weakly_canonical(candidate, ec).string();
   }

@@ -181,7 +181,8 @@ Result<std::unique_ptr<engine::Pool>> create_engine_pool(const ServerOptions& op
   pool_options.slots_per_worker = options.engine_slots;
   if (pool_options.worker_path.empty()) {
     return Error{ErrorCode::not_found,
-                 "dorm-engine-worker was not found next to dorm or in ../engine"};
+                 "dorm-engine-worker was not found next to the program, in ../engine or "
+                 "in the install prefix's bin/"};
   }
   return engine::Pool::create(pool_options);
 }
