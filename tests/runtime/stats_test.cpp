@@ -7,6 +7,7 @@
 #include <string>
 
 #include "runtime_fixture.hpp"
+#include "numbered.hpp"
 
 using namespace dorm;
 using dorm::testing::must;
@@ -182,7 +183,7 @@ TEST_CASE("stats: alarms overdue at a start and held back by the overdue rate ar
   StatsFixture f;
   const std::int64_t t0 = f.clock.now_ms();
   for (int i = 0; i < 50; ++i) {
-    REQUIRE(f.ask("tally", "o" + std::to_string(i), alarm_atom::value, std::string(""), t0 + 1 + i)
+    REQUIRE(f.ask("tally", dorm::testing::numbered("o", i), alarm_atom::value, std::string(""), t0 + 1 + i)
                 .ok());
   }
   f.expected_active = 50;
