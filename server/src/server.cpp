@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -176,9 +177,14 @@ struct MetricsDetach {
 Result<std::unique_ptr<engine::Pool>> create_engine_pool(const ServerOptions& options) {
   if (!options.code_mode) return std::unique_ptr<engine::Pool>();
   engine::PoolOptions pool_options;
-  pool_options.worker_path = engine::default_worker_path();
+  pool_options.worker_path =
+      options.engine_worker.empty() ? engine::default_worker_path() : options.engine_worker;
   pool_options.workers = options.engine_workers;
   pool_options.slots_per_worker = options.engine_slots;
+  if (!options.engine_worker.empty() && !std::filesystem::is_regular_file(options.engine_worker)) {
+    return Error{ErrorCode::not_found,
+                 "engine_worker '" + options.engine_worker + "' is not a file"};
+  }
   if (pool_options.worker_path.empty()) {
     return Error{ErrorCode::not_found,
                  "dorm-engine-worker was not found next to the program, in ../engine or "

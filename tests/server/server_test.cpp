@@ -324,6 +324,12 @@ TEST_CASE("server: start-up failures return 1 without serving") {
   bad_fixture.storage = "memory:";
   bad_fixture.fixtures = {"nosuchset"};
   CHECK(fails(bad_fixture) == 1);
+  ServerOptions no_worker;
+  no_worker.listen = "127.0.0.1:0";
+  no_worker.storage = "memory:";
+  no_worker.code_mode = true;
+  no_worker.engine_worker = "/nonexistent/dorm-engine-worker";
+  CHECK(fails(no_worker) == 1);
 }
 
 TEST_CASE("server: destroying a Server stops the run() going on another thread") {

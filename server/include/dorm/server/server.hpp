@@ -106,6 +106,9 @@ struct ServerOptions {
   // ---- for programs that embed the server (dorm serve leaves them as they are) ----
   // What `initialize` answers as serverInfo.
   std::string name = "dorm";
+  // The engine worker program that code_mode spawns. Empty: `dorm-engine-worker` next to
+  // the program, in ../engine (the build tree's layout), or in the install prefix's bin/.
+  std::string engine_worker;
   // serverInfo.version, and the runtime's version label: a start with a new label is a
   // redeploy (docs/runtime.md). Empty: dorm's own version.
   std::string version;
