@@ -30,6 +30,7 @@ caf::behavior AlarmScheduler::make_behavior() {
       },
       [this](const AlarmChanged& c) { changed(c); },
       [this](const AlarmDone& d) { done(d); },
+      [this](const NamespaceAdded& a) { release_held(a.ns); },
   };
 }
 
@@ -119,7 +120,7 @@ void AlarmScheduler::tick() {
 // without a tick (the timer is armed for the earliest due entry), except what the overdue
 // rate holds back, which the next release's tick counts again.
 void AlarmScheduler::publish_late(std::int64_t now) {
-  std::uint64_t late = retries_.size();
+  std::uint64_t late = retries_.size() + held_count_;
   for (const auto& [index_key, version] : window_.entries()) {
     auto due = decode_due(index_key);
     if (due && *due > now) break;
@@ -135,6 +136,7 @@ AlarmScheduler::Pass AlarmScheduler::deliver_due(std::int64_t now) {
                                   : std::numeric_limits<std::int64_t>::max();
   std::vector<std::string> malformed;
   std::vector<std::pair<std::string, Delivery>> due;
+  std::vector<std::pair<std::string, Delivery>> hold;
   for (const auto& [index_key, version] : window_.entries()) {
     auto key = decode_index_key(index_key);
     if (!key) {
@@ -149,6 +151,11 @@ AlarmScheduler::Pass AlarmScheduler::deliver_due(std::int64_t now) {
     }
     // Another version of an alarm in flight (or waiting for a retry): after that one.
     if (inflight_.contains(index_key) || retries_.contains(index_key)) continue;
+    if (held_count_ + hold.size() < impl_->options.alarm_window &&
+        impl_->hold_alarm_if_unregistered(key->ns)) {
+      hold.emplace_back(index_key, Delivery{*key, version, 1, false});
+      continue;
+    }
     if (rate > 0 && key->due_ms < impl_->started_ms && set_before_start(version)) {
       if (allowed <= 0) {
         // The next overdue release: when the rate allows one more.
@@ -162,8 +169,28 @@ AlarmScheduler::Pass AlarmScheduler::deliver_due(std::int64_t now) {
     due.emplace_back(index_key, Delivery{*key, version, 1, false});
   }
   for (const auto& key : malformed) window_.erase(key);
+  for (auto& [key, delivery] : hold) {
+    // Out of the window, as an alarm in flight is: the window's horizon is past it, so no
+    // refill reads it again.
+    window_.erase(key);
+    held_[delivery.key.ns].emplace_back(key, std::move(delivery));
+    ++held_count_;
+  }
   for (auto& [key, delivery] : due) deliver(key, std::move(delivery));
   return pass;
+}
+
+void AlarmScheduler::release_held(const std::string& ns) {
+  auto it = held_.find(ns);
+  if (it == held_.end()) return;
+  auto entries = std::move(it->second);
+  held_.erase(it);
+  held_count_ -= entries.size();
+  impl_->alarms_held.fetch_sub(entries.size());
+  // Back into the window, then a tick: those overdue since before the start still go out
+  // at the overdue rate.
+  for (auto& [key, delivery] : entries) window_.apply({key, delivery.version});
+  tick();
 }
 
 AlarmScheduler::Read AlarmScheduler::refill() {

@@ -64,6 +64,8 @@ class AlarmScheduler : public caf::event_based_actor {
   void changed(const AlarmChanged& c);
   void done(const AlarmDone& d);
   void deliver(const std::string& index_key, Delivery d);
+  // Delivers what was held back for namespace `ns`, now registered.
+  void release_held(const std::string& ns);
   void arm(std::optional<std::int64_t> at_ms);
   // A tick as soon as the mailbox allows, once however often it is asked for.
   void tick_soon();
@@ -79,6 +81,12 @@ class AlarmScheduler : public caf::event_based_actor {
   AlarmWindow window_;  // entries neither in flight nor waiting for a retry (mostly)
   std::map<std::string, Delivery> inflight_;
   std::map<std::string, Retry> retries_;
+  // Due alarms of namespaces not registered yet, by namespace: a program registers its
+  // namespaces after Runtime::start, and the alarms due at the start must not fail their
+  // first attempt meanwhile. At most the window's capacity are held; beyond that they go
+  // out and fail as before, so an unregistered namespace cannot stall the index.
+  std::map<std::string, std::vector<std::pair<std::string, Delivery>>, std::less<>> held_;
+  std::size_t held_count_ = 0;
   std::int64_t released_overdue_ = 0;
   std::uint64_t timer_version_ = 0;
   std::optional<std::int64_t> armed_ms_;

@@ -230,6 +230,10 @@ Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory fact
            .second) {
     return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
   }
+  const bool alarms_held = impl_->alarms_held.load() > 0;
+  lock.unlock();
+  // Alarms of it that came due were held back, not failed (alarm_scheduler.cpp).
+  if (alarms_held) caf::anon_send(impl_->alarm_scheduler, detail::NamespaceAdded{std::string(ns)});
   return {};
 }
 

@@ -81,6 +81,11 @@ struct AlarmChanged {
   bool certain = true;
 };
 
+// A namespace was registered: alarms of it held back since the start may go out now.
+struct NamespaceAdded {
+  std::string ns;
+};
+
 // A delivery finished (ok = its turn committed).
 struct AlarmDone {
   std::string index_key;
@@ -107,6 +112,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmTick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDue)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmChanged)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDone)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::NamespaceAdded)
 
 namespace dorm {
 
@@ -158,6 +164,16 @@ struct Runtime::Impl {
     std::unique_ptr<NamespaceCounters> counters = std::make_unique<NamespaceCounters>();
   };
   std::map<std::string, Namespace, std::less<>> namespaces;
+  // Alarms the scheduler holds back for namespaces not registered yet. Counted under the
+  // namespaces lock, so a registration either sees the count or its namespace is seen.
+  std::atomic<std::size_t> alarms_held{0};
+  // The alarm scheduler's check: true (and counted in alarms_held) if `ns` is unknown.
+  bool hold_alarm_if_unregistered(std::string_view ns) {
+    std::shared_lock lock(namespaces_mutex);
+    if (namespaces.find(ns) != namespaces.end()) return false;
+    alarms_held.fetch_add(1);
+    return true;
+  }
   bool stopped = false;  // shutdown() or crash() ran
   std::atomic<bool> crashed{false};  // crash() ran: nothing more may run
   // What a request dropped unanswered tells its sender (see ReplySink).

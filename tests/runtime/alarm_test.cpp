@@ -519,3 +519,32 @@ TEST_CASE("alarms: alarms overdue at start are released at the configured rate")
   CHECK(f.alarm_index_size() == 0);
   f.expected_active = 100;
 }
+
+TEST_CASE("alarms: alarms due when the runtime starts wait for their namespace and fire on their first attempt") {
+  AlarmFixture f;
+  const std::int64_t t0 = f.clock.now_ms();
+  for (int o = 0; o < 5; ++o) {
+    f.ask(dorm::testing::numbered("o", o), setmany_atom::value, 2, t0 + 100 + o, std::int64_t{10});
+  }
+  f.expected_active = 5;
+  f.stop();
+  f.clock.advance(1'000);
+  // All at once: the start itself hands out what is due, before any namespace exists.
+  RuntimeOptions options;
+  options.overdue_alarm_rate = 0;
+  f.start(options);
+  f.runtime->run_until_idle();
+  CHECK(f.world.firings.empty());
+  CHECK(f.runtime->stats().alarms_late == 10);  // held back, and counted as late
+  CHECK_FALSE(f.runtime->next_timer_ms().has_value());  // no retry was scheduled
+  f.add_namespace();
+  f.runtime->run_until_idle();
+  REQUIRE(f.world.firings.size() == 10);
+  for (const auto& firing : f.world.firings) {
+    CHECK(firing.attempt == 1);
+    CHECK(firing.actual == t0 + 1'000);
+  }
+  CHECK(f.runtime->stats().alarms_late == 0);
+  CHECK(f.alarm_index_size() == 0);
+  f.expected_active = 5;
+}
