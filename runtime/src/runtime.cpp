@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <set>
 
 #include "dorm/runtime/keys.hpp"
 #include "dorm/runtime/log.hpp"
@@ -16,6 +18,36 @@
 
 namespace dorm {
 namespace {
+
+// The stores that have a live runtime in this process. A store's own lock (RocksDB's LOCK
+// file, SQLite's flock) keeps a second process out; this keeps out a second runtime of the
+// same process, which would run the same objects beside the first.
+std::mutex claims_mutex;
+std::set<const storage::Backend*> claimed_stores;
+
+Result<void> claim_store(const storage::Backend& backend) {
+  std::lock_guard lock(claims_mutex);
+  if (!claimed_stores.insert(&backend).second) {
+    return Error{ErrorCode::busy,
+                 "another runtime of this process runs on " + backend.describe() +
+                     ": a store has one runtime at a time; shut that one down or crash() it "
+                     "before starting another"};
+  }
+  return {};
+}
+
+void release_store(const storage::Backend& backend) {
+  std::lock_guard lock(claims_mutex);
+  claimed_stores.erase(&backend);
+}
+
+// Releases the claim when a start fails part way.
+struct ClaimGuard {
+  const storage::Backend* backend;
+  ~ClaimGuard() {
+    if (backend) release_store(*backend);
+  }
+};
 
 // Bounds of NamespaceOptions::uncached_prefixes: every cached read tests each of them.
 constexpr std::size_t kMaxUncachedPrefixes = 8;
@@ -112,6 +144,9 @@ caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
 
 Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, RuntimeOptions options) {
+  // Before anything is read or written: the loser of two starts changes nothing.
+  if (auto claimed = claim_store(backend); !claimed) return std::move(claimed).error();
+  ClaimGuard claim{&backend};
   auto impl = std::make_unique<Impl>(backend, std::move(options));
   Impl& rt = *impl;
   rt.clock = rt.options.virtual_clock ? rt.options.virtual_clock
@@ -149,6 +184,7 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   // On virtual time, start means started: the scheduler has read the alarm index (and
   // released whatever was due) before start() returns.
   runtime->run_until_idle();
+  claim.backend = nullptr;  // held until shutdown() or crash()
   return runtime;
 }
 
@@ -177,13 +213,16 @@ void Runtime::shutdown() {
   if (auto ok = impl_->backend.commit(marker); !ok) {
     log::error("clean_shutdown_marker_failed", {{"error", ok.error().describe()}});
   }
+  release_store(impl_->store);
 }
 
 void Runtime::crash() {
   if (impl_->stopped) return;
   impl_->stopped = true;
-  // Fence first: from here on nothing this runtime does reaches the store.
+  // Fence first: from here on nothing this runtime does reaches the store, and another
+  // runtime may start on it.
   impl_->backend.fence();
+  release_store(impl_->store);
   // Requests that die with this runtime tell their senders so.
   impl_->drop_reason->store(RuntimeErrc::node_restarting);
   impl_->crashed.store(true);

@@ -119,6 +119,7 @@ namespace dorm {
 struct Runtime::Impl {
   // Every storage call of this runtime goes through this handle, so that a runtime that
   // dies can be cut off from the store its successor uses (restart simulation).
+  const storage::Backend& store;  // what `backend` fences; the key of the runtime's claim
   storage::FencedBackend backend;
   RuntimeOptions options;
   SystemClock system_clock;
@@ -188,7 +189,7 @@ struct Runtime::Impl {
   std::atomic<std::uint64_t> alarms_removed{0};
   std::atomic<std::uint64_t> alarms_late{0};  // published by the alarm scheduler
 
-  Impl(storage::Backend& b, RuntimeOptions o) : backend(b), options(std::move(o)) {}
+  Impl(storage::Backend& b, RuntimeOptions o) : store(b), backend(b), options(std::move(o)) {}
 
   caf::scheduler::test_coordinator* coordinator() const;
 

@@ -3,7 +3,10 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include "runtime_fixture.hpp"
 #include "numbered.hpp"
@@ -263,4 +266,88 @@ TEST_CASE("crash: the dead runtime's storage handle is fenced; the next sees exa
   CHECK(f.runtime->generation() == generation + 1);
   CHECK(f.read("a") == "committed");
   f.expected_active = 1;
+}
+
+namespace {
+
+// Every key and value of the store, for "nothing changed" checks.
+std::vector<storage::KeyValue> snapshot(storage::Backend& store) {
+  storage::ScanOptions all;
+  auto rows = store.scan(all);
+  REQUIRE(rows.ok());
+  return *rows;
+}
+
+bool same(const std::vector<storage::KeyValue>& a, const std::vector<storage::KeyValue>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].key != b[i].key || a[i].value != b[i].value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("one runtime per store: of eight racing starts one wins, the others fail busy and change nothing") {
+  storage::MemoryBackend memory;
+  constexpr int kRacers = 8;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::unique_ptr<Runtime>> winners(kRacers);
+  std::vector<std::optional<Error>> refusals(kRacers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRacers; ++i) {
+    threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      RuntimeOptions options;
+      options.workers = 1;
+      auto started = Runtime::start(memory, options);
+      if (started.ok()) {
+        winners[i] = std::move(started).value();
+      } else {
+        refusals[i] = started.error();
+      }
+    });
+  }
+  while (ready.load() < kRacers) std::this_thread::yield();
+  go.store(true);
+  for (auto& t : threads) t.join();
+
+  Runtime* winner = nullptr;
+  int refused = 0;
+  for (int i = 0; i < kRacers; ++i) {
+    if (winners[i]) {
+      CHECK(winner == nullptr);
+      winner = winners[i].get();
+    } else {
+      REQUIRE(refusals[i]);
+      CHECK(refusals[i]->code == ErrorCode::busy);
+      CHECK(refusals[i]->message.find("another runtime of this process") != std::string::npos);
+      ++refused;
+    }
+  }
+  REQUIRE(winner != nullptr);
+  CHECK(refused == kRacers - 1);
+  // The losers bumped no generation: the winner's is the store's first.
+  CHECK(winner->generation() == 1);
+
+  // A late start while the winner runs leaves the store exactly as it was.
+  auto before = snapshot(memory);
+  auto late = Runtime::start(memory);
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.error().code == ErrorCode::busy);
+  CHECK(same(before, snapshot(memory)));
+
+  // A crash gives the store up at once (its handle is fenced); a shutdown too.
+  winner->crash();
+  auto after_crash = Runtime::start(memory);
+  REQUIRE(after_crash.ok());
+  CHECK((*after_crash)->generation() == 2);
+  CHECK((*after_crash)->start_kind() == StartReason::after_crash);
+  (*after_crash)->shutdown();
+  auto after_shutdown = Runtime::start(memory);
+  REQUIRE(after_shutdown.ok());
+  CHECK((*after_shutdown)->generation() == 3);
+  for (auto& w : winners) w.reset();
 }

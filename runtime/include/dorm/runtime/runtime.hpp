@@ -151,8 +151,10 @@ struct RuntimeStats {
 class Runtime {
  public:
   // Starts a runtime over `backend`: reads (or creates, at first open) the id secret and
-  // bumps the durable generation. Errors: storage errors; invalid_argument for a bad
-  // secret file.
+  // bumps the durable generation. A backend has one runtime at a time in a process (the
+  // store's own lock keeps other processes out): a start over one whose runtime has not
+  // shut down or crashed fails with `busy` and changes nothing. Errors: storage errors;
+  // invalid_argument for a bad secret file; busy.
   static Result<std::unique_ptr<Runtime>> start(storage::Backend& backend,
                                                 RuntimeOptions options = {});
 
