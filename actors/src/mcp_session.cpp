@@ -483,6 +483,14 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   std::string progress_token;
   if (const rapidjson::Value* meta = member(params, "_meta")) {
     const rapidjson::Value* token = member(*meta, "progressToken");
+    if (token && token->IsString() && token->GetStringLength() > mcp::kMaxProgressTokenBytes) {
+      return emit(*exchange, mcp::error_response(
+                                 request.id, mcp::kInvalidParams,
+                                 "params._meta.progressToken is " +
+                                     std::to_string(token->GetStringLength()) +
+                                     " bytes; the limit is " +
+                                     std::to_string(mcp::kMaxProgressTokenBytes)));
+    }
     if (token && (token->IsString() || token->IsInt64())) progress_token = compact(*token);
   }
   if (auto valid = options_.tools->validate_arguments(*entry, arguments); !valid) {

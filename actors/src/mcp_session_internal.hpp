@@ -21,6 +21,7 @@
 #include "mcp_session.hpp"
 #include "dorm/mcp/event_id.hpp"
 #include "dorm/mcp/inflight_journal.hpp"
+#include "dorm/mcp/notification_budget.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/session_keys.hpp"
 #include "dorm/mcp/sse_data.hpp"
@@ -220,7 +221,7 @@ class McpSession::CallContext : public mcp::ToolContext,
   bool wants_progress() const override { return !progress_token_.empty(); }
 
   void progress(double progress, std::optional<double> total, std::string_view message) override {
-    if (finished_ || progress_token_.empty()) return;
+    if (finished_ || progress_token_.empty() || !within_budget()) return;
     rapidjson::StringBuffer buffer;
     session_internal::JsonWriter w(buffer);
     w.StartObject();
@@ -244,6 +245,7 @@ class McpSession::CallContext : public mcp::ToolContext,
     if (finished_ || !session_.meta_) return;
     int rank = session_internal::log_rank(level);
     if (rank < 0 || rank < session_internal::log_rank(session_.meta_->log_level)) return;
+    if (!within_budget()) return;
     rapidjson::StringBuffer buffer;
     session_internal::JsonWriter w(buffer);
     w.StartObject();
@@ -342,6 +344,19 @@ class McpSession::CallContext : public mcp::ToolContext,
   // session itself must not be touched (its activation may be gone).
   Inbox inbox_;
   const mcp::ToolRegistry::Entry& tool_;
+
+  // The call's notifications pass its budget (notification_budget.hpp); the first one
+  // dropped is logged, once per call.
+  bool within_budget() {
+    if (budget_.take(session_.clock().now_ms())) return true;
+    if (budget_.dropped() == 1) {
+      log::warn("call_notifications_dropped", {{"session", session_.session_id_},
+                                              {"request", id_.to_json()},
+                                              {"reason", "over the call's notification rate"}});
+    }
+    return false;
+  }
+
   void stop(std::optional<std::string> final_response) {
     if (finished_) return;
     finished_ = true;
@@ -361,6 +376,7 @@ class McpSession::CallContext : public mcp::ToolContext,
   mcp::RequestId id_;
   std::string arguments_;
   std::string progress_token_;  // JSON text of the token; empty: none
+  mcp::NotificationBudget budget_;
   bool finished_ = false;
 };
 

@@ -15,6 +15,7 @@
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/mcp/endpoint.hpp"
 #include "dorm/mcp/inflight_journal.hpp"
+#include "dorm/mcp/notification_budget.hpp"
 #include "dorm/mcp/session_keys.hpp"
 #include "dorm/mcp/session_meta.hpp"
 #include "dorm/runtime/errors.hpp"
@@ -358,6 +359,50 @@ TEST_CASE("tools/call sleep: the response streams live: priming at once, progres
   }
   CHECK(progress == std::vector<double>{1000, 2000, 2500});
   CHECK(text_of(ev[3]) == "slept 2500 ms");
+  f.expected_active = 1;
+}
+
+TEST_CASE("tools/call: a progressToken over 256 bytes is refused before the tool runs") {
+  SessionFixture f;
+  const std::string s = "s-progress-token-01";
+  REQUIRE(f.initialize(s).status == 200);
+  auto call = [&](int id, const std::string& token) {
+    return f.post(s, R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+                         R"(,"method":"tools/call","params":{"name":"kv_put","arguments":{"key":"k)" +
+                         std::to_string(id) + R"(","value":"v"},"_meta":{"progressToken":")" + token +
+                         R"("}}})");
+  };
+  auto refused = events(call(1, std::string(257, 't')));
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0]["error"]["code"].GetInt() == -32602);
+  CHECK(std::string(refused[0]["error"]["message"].GetString()) ==
+        "params._meta.progressToken is 257 bytes; the limit is 256");
+  auto absent = f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"k1"}}})");
+  CHECK(absent.body.find("no value stored under 'k1'") != std::string::npos);
+  // At the limit it runs.
+  auto accepted = events(call(3, std::string(256, 't')));
+  REQUIRE(accepted.size() == 1);
+  CHECK(accepted[0]["result"].IsObject());
+  f.expected_active = 1;
+}
+
+TEST_CASE("tools/call: a tool reporting progress in a loop is held to the call's notification budget") {
+  SessionFixture f;
+  const std::string s = "s-progress-flood-01";
+  REQUIRE(f.initialize(s).status == 200);
+  // 1,000 notifications in one turn: the burst passes, the rest are dropped, the result is not.
+  auto ev = events(f.post(s, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{"count":1000,"bytes":16},"_meta":{"progressToken":"p"}}})"));
+  REQUIRE(ev.size() == static_cast<std::size_t>(mcp::NotificationLimits{}.burst) + 1);
+  double last = 0;
+  for (std::size_t i = 0; i + 1 < ev.size(); ++i) {
+    CHECK(std::string(ev[i]["method"].GetString()) == "notifications/progress");
+    CHECK(ev[i]["params"]["progress"].GetDouble() > last);
+    last = ev[i]["params"]["progress"].GetDouble();
+  }
+  CHECK(text_of(ev.back()) == "sent 1000 progress notifications");
+  // Another call has a budget of its own.
+  auto next = events(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flood","arguments":{"count":3,"bytes":1},"_meta":{"progressToken":"q"}}})"));
+  CHECK(next.size() == 4);
   f.expected_active = 1;
 }
 
