@@ -449,12 +449,12 @@ void McpSession::answer(const Message& request, const std::shared_ptr<Exchange>&
 std::string McpSession::set_log_level(const Message& request) {
   rapidjson::Document params;
   const rapidjson::Value* level = parse_params(request, params) ? member(params, "level") : nullptr;
-  if (!level || !level->IsString() || log_rank(level->GetString()) < 0) {
+  if (!level || !level->IsString() || log_rank(string_of(*level)) < 0) {
     return mcp::error_response(request.id, mcp::kInvalidParams,
                                "params.level must be one of debug, info, notice, warning, "
                                "error, critical, alert, emergency");
   }
-  meta_->log_level = level->GetString();
+  meta_->log_level = std::string(string_of(*level));
   store_meta();
   return mcp::result_response(*request.id, "{}");
 }
@@ -467,10 +467,10 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
                                                "tools/call needs params.name (a string)"));
   }
   const mcp::ToolRegistry::Entry* entry =
-      options_.tools ? options_.tools->find(name->GetString()) : nullptr;
+      options_.tools ? options_.tools->find(string_of(*name)) : nullptr;
   if (!entry) {
     return emit(*exchange, mcp::error_response(request.id, mcp::kInvalidParams,
-                                               std::string("unknown tool: ") + name->GetString()));
+                                               "unknown tool: " + std::string(string_of(*name))));
   }
   std::string arguments = "{}";
   if (const rapidjson::Value* args = member(params, "arguments")) {
@@ -500,7 +500,7 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   ++exchange->outstanding;
   journal_put(*request.id, exchange->stream);
   log::debug("tool_call_started", {{"session", session_id_},
-                                   {"tool", name->GetString()},
+                                   {"tool", std::string(string_of(*name))},
                                    {"request", request.id->to_json()}});
   auto context = std::make_shared<CallContext>(*this, *entry, exchange, *request.id, std::move(arguments),
                                                std::move(progress_token));

@@ -69,7 +69,7 @@ HttpResponse McpSession::initialize(const SessionCall& call) {
                        "initialize needs params.protocolVersion (a string)");
   }
   mcp::SessionMeta meta;
-  meta.protocol_version = std::string(mcp::negotiate(version->GetString()));
+  meta.protocol_version = std::string(mcp::negotiate(string_of(*version)));
   for (auto [key, target] : {std::pair{"capabilities", &meta.client_capabilities},
                              std::pair{"clientInfo", &meta.client_info}}) {
     const rapidjson::Value* value = member(params, key);

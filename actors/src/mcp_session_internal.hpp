@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mcp_session.hpp"
@@ -44,6 +45,13 @@ using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 // warns that RapidJSON 1.1's member iterators compare ambiguously.)
 inline const rapidjson::Value* member(const rapidjson::Value& obj, const char* key) {
   return obj.IsObject() && obj.HasMember(key) ? &obj[key] : nullptr;
+}
+
+// A JSON string's bytes, all of them: a string from a client may hold NUL ("\u0000"), and
+// GetString() read as a C string stops there, so "kv_put\u0000x" would name kv_put.
+// Precondition: value.IsString().
+inline std::string_view string_of(const rapidjson::Value& value) {
+  return {value.GetString(), value.GetStringLength()};
 }
 
 inline std::string compact(const rapidjson::Value& value) {

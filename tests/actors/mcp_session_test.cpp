@@ -65,7 +65,9 @@ TEST_CASE("mcp session: versions are negotiated; an unknown one gets the latest"
   SessionFixture f;
   CHECK(f.initialize("s-aaaaaaaaaaaaaaaa", "2025-06-18").body.find(R"("protocolVersion":"2025-06-18")") != std::string::npos);
   CHECK(f.initialize("s-bbbbbbbbbbbbbbbb", "2024-01-01").body.find(R"("protocolVersion":"2025-11-25")") != std::string::npos);
-  f.expected_active = 2;
+  // A NUL is part of the string: "2025-06-18\u0000x" is no version we know.
+  CHECK(f.initialize("s-cccccccccccccccc", "2025-06-18\\u0000x").body.find(R"("protocolVersion":"2025-11-25")") != std::string::npos);
+  f.expected_active = 3;
 }
 
 TEST_CASE("mcp session: it survives a runtime restart without a new initialize") {
@@ -313,6 +315,12 @@ TEST_CASE("tools/call: echo; kv_put then kv_get, also after a restart; bad calls
   CHECK(unknown[0]["error"]["code"].GetInt() == -32602);
   auto no_name = events(f.post(s, R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}})"));
   CHECK(no_name[0]["error"]["code"].GetInt() == -32602);
+  // A name with a NUL and more after it names no tool (read as a C string it was kv_put,
+  // which then ran and stored v2).
+  auto nul = events(f.post(s, R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"kv_put\u0000x","arguments":{"key":"k","value":"v2"}}})"));
+  CHECK(nul[0]["error"]["code"].GetInt() == -32602);
+  auto kept = events(f.post(s, R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"k"}}})"));
+  CHECK(text_of(kept[0]) == "v1");
 }
 
 TEST_CASE("tools/call sleep: the response streams live: priming at once, progress every second, then the result") {
@@ -414,6 +422,8 @@ TEST_CASE("logging/setLevel: a valid level is stored, anything else is -32602") 
   CHECK(ok[0]["result"].IsObject());
   auto bad = events(f.post(s, R"({"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}})"));
   CHECK(bad[0]["error"]["code"].GetInt() == -32602);
+  auto nul = events(f.post(s, R"({"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"error\u0000loud"}})"));
+  CHECK(nul[0]["error"]["code"].GetInt() == -32602);
   f.expected_active = 1;
   f.restart();
   // The level is part of the stored metadata.
