@@ -212,7 +212,8 @@ std::uint64_t McpSession::drain() {
   // What is still open (the standalone GET, a resumed stream whose calls finished in
   // this turn ended above) ends cleanly: the client resumes against the successor.
   for (auto& [stream, connection] : connections_) {
-    after_commit([connection] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+    // An init-capture: clang before 16 cannot capture a structured binding by name.
+    after_commit([open = connection] { caf::anon_send(open->sink, mcp::SinkClose{}); });
   }
   connections_.clear();
   if (!running.empty()) {
