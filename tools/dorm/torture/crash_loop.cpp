@@ -339,6 +339,8 @@ class CrashLoop {
           error_ms_.push_back(ms_between(kill_at, c.end));
         } else {
           ++totals_.errors_without_kill;
+          ++totals_.errors_without_kill_reasons[c.outcome.reason.empty() ? "unknown"
+                                                                         : c.outcome.reason];
         }
       }
       bool hung =

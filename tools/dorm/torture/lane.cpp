@@ -21,8 +21,8 @@ constexpr std::int64_t kThinkMaxMs = 20;
 constexpr std::int64_t kSleepMinMs = 100;
 constexpr std::int64_t kResumeMinMs = 300;
 constexpr std::int64_t kResumeMaxMs = 1500;
-// The drop comes at least this long after the POST and before the sleep ends, so it hits
-// the call's stream rather than its POST or its last event.
+// The drop comes at least this long after the POST's response header and, unless the
+// server is slow, before the sleep ends: it hits the call's stream while nothing is on it.
 constexpr std::int64_t kDropMarginMs = 50;
 
 // Whether a CallToolResult's JSON text says isError: true.
@@ -44,8 +44,15 @@ AppendOutcome append_outcome(const CallRecord& c) {
 
 // One call of the workload on `session`, recorded in run.calls; returns when the client
 // is done with it (its outcome is recorded by then).
+// Where a call of a resume step is, for the coroutine that drops its connections.
+struct CallStage {
+  bool accepted = false;  // the POST got its response header (or failed)
+  bool ended = false;     // the client is done with the call
+};
+
 asio::awaitable<void> workload_call(std::shared_ptr<Run> run, CallKind kind, std::size_t session,
-                                    std::string token, std::string tool, std::string arguments) {
+                                    std::string token, std::string tool, std::string arguments,
+                                    std::shared_ptr<CallStage> stage = nullptr) {
   std::size_t index = run->calls.size();
   CallRecord record;
   record.kind = kind;
@@ -54,7 +61,11 @@ asio::awaitable<void> workload_call(std::shared_ptr<Run> run, CallKind kind, std
   record.start = Clock::now();
   run->calls.push_back(std::move(record));
   deploy_sim::CallHooks hooks;
-  hooks.accepted = [] {};
+  hooks.accepted = [run, stage] {
+    if (!stage) return;
+    stage->accepted = true;
+    run->changed.notify();
+  };
   hooks.result = [run, index](const std::string& json) {
     run->calls[index].error_result = is_error_result(json);
   };
@@ -76,15 +87,22 @@ std::string sleep_arguments(std::int64_t ms) {
   return R"({"ms":)" + std::to_string(ms) + "}";
 }
 
-// Drops every connection of `session`'s client at `at`, unless the call ended before.
-asio::awaitable<void> drop_at(std::shared_ptr<Run> run, std::size_t session, Clock::time_point at,
-                              std::shared_ptr<bool> ended) {
+// Drops every connection of `session`'s client `after` its call's POST got its response
+// header, unless the call ended before: the drop hits the call's stream, which the client
+// resumes, rather than its POST, which the client could only fail.
+asio::awaitable<void> drop_after_accepted(std::shared_ptr<Run> run, std::size_t session,
+                                          milliseconds after, std::shared_ptr<CallStage> stage) {
   RunTask task(*run);
-  const bool* call_ended = ended.get();
+  const CallStage* st = stage.get();
   const Run* r = run.get();
-  co_await run->changed.until([call_ended, r] { return *call_ended || r->phase == Phase::done; },
-                              at);
-  if (!*ended && run->phase != Phase::done) run->client(session).drop_connections();
+  // Once a kill is coming the drop is off: it would only push the call's reconnect
+  // back by R, measuring the client rather than the restart.
+  auto gone = [st, r] { return st->ended || r->phase != Phase::load; };
+  co_await run->changed.until([st, gone] { return st->accepted || gone(); },
+                              Clock::now() + kCallTimeout);
+  if (!stage->accepted || gone()) co_return;
+  co_await run->changed.until(gone, Clock::now() + after);
+  if (!gone()) run->client(session).drop_connections();
 }
 
 std::uint64_t lane_seed(std::uint64_t seed, int lane) {
@@ -114,14 +132,14 @@ asio::awaitable<void> step(std::shared_ptr<Run> run, SeededRng& rng, int lane, s
   } else if (roll < 95) {
     auto ms = rng.uniform(kResumeMinMs, kResumeMaxMs);
     auto drop_after = rng.uniform(kDropMarginMs, ms - kDropMarginMs);
-    auto ended = std::make_shared<bool>(false);
+    auto stage = std::make_shared<CallStage>();
     asio::co_spawn(run->executor,
-                   drop_at(run, session, Clock::now() + milliseconds(drop_after), ended),
+                   drop_after_accepted(run, session, milliseconds(drop_after), stage),
                    asio::detached);
     std::string arguments = sleep_arguments(ms);
     co_await workload_call(run, CallKind::resume, session, std::move(token), std::move(tool),
-                           std::move(arguments));
-    *ended = true;
+                           std::move(arguments), stage);
+    stage->ended = true;
     run->changed.notify();
   } else {
     std::size_t opened = 0;

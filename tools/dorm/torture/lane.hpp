@@ -4,8 +4,9 @@
 //
 //   append   (65 %)  ledger_append with a token used nowhere else: an acknowledged write
 //   sleep    (15 %)  the sleep fixture, 100 ms to 2 s: a slow call a kill may interrupt
-//   resume   (15 %)  sleep for 300 ms to 1.5 s, and part way through the lane's client drops
-//                    every connection: the call's stream is resumed by the SDK's rules
+//   resume   (15 %)  sleep for 300 ms to 1.5 s; 50 ms to (sleep - 50 ms) after its POST got
+//                    its response header, the lane's client drops every connection: the
+//                    call's stream is resumed by the SDK's rules
 //   session   (5 %)  a new session, which the lane uses from then on (the old one stays and
 //                    is checked at every restart); an append instead at the session cap
 //

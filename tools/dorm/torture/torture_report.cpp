@@ -18,7 +18,7 @@ std::string seconds_or_dash(const std::optional<std::int64_t>& ms) {
 }
 
 std::string row(const char* name, const std::string& value, const char* note = "") {
-  char out[160];
+  char out[512];
   std::snprintf(out, sizeof out, "  %-22s %12s%s%s\n", name, value.c_str(), *note ? "  " : "",
                 note);
   return out;
@@ -45,6 +45,10 @@ std::string format_text(const TortureTotals& t) {
   out += row("errors", t.errors, "error responses and failed POSTs");
   out += row("reaped", t.reaped, "-32001 from the reaper");
   out += row("errors without a kill", t.errors_without_kill);
+  for (const auto& [reason, n] : t.errors_without_kill_reasons) {
+    std::string label = "  " + reason;
+    out += row(label.c_str(), n);
+  }
   out += row("error p50", seconds_or_dash(t.error_ms_p50), "from the kill");
   out += row("error p99", seconds_or_dash(t.error_ms_p99));
   out += row("error max", seconds_or_dash(t.error_ms_max));
@@ -102,6 +106,13 @@ std::string format_json(const TortureTotals& t) {
   count("errors", t.errors);
   count("reaped", t.reaped);
   count("errors_without_kill", t.errors_without_kill);
+  w.Key("errors_without_kill_reasons");
+  w.StartObject();
+  for (const auto& [reason, n] : t.errors_without_kill_reasons) {
+    w.Key(reason.c_str(), static_cast<rapidjson::SizeType>(reason.size()));
+    w.Uint64(n);
+  }
+  w.EndObject();
   count("lost", t.lost);
   count("duplicated", t.duplicated);
   count("reappeared", t.reappeared);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ struct TortureTotals {
   std::size_t reaped = 0;    // errors from the reaper (-32001, server_restart or session_reset)
   // Errors of calls no kill was near (a dropped connection's POST, say): not a violation.
   std::size_t errors_without_kill = 0;
+  std::map<std::string, std::size_t> errors_without_kill_reasons;  // by Outcome::reason
 
   // The checks; any of these above zero fails the run.
   std::size_t lost = 0;
