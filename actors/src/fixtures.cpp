@@ -184,7 +184,7 @@ ToolSpec tally() {
 constexpr const char* kLedgerCount = "ledger/count";
 
 std::string ledger_entry_key(std::int64_t index) {
-  char key[32];
+  char key[48];  // the prefix, 20 characters for any int64 and the NUL
   std::snprintf(key, sizeof key, "ledger/entry/%010lld", static_cast<long long>(index));
   return key;
 }
