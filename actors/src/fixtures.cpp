@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
@@ -176,6 +177,73 @@ ToolSpec tally() {
   return t;
 }
 
+// The ledger: a durable per-session list of tokens in the order they were appended, for
+// `dorm torture`, which checks after each SIGKILL that every acknowledged append is there
+// exactly once. An append takes the next index rather than a key named by its token, so
+// an append that ran twice shows up twice instead of overwriting itself.
+constexpr const char* kLedgerCount = "ledger/count";
+
+std::string ledger_entry_key(std::int64_t index) {
+  char key[48];  // the prefix, 20 characters for any int64 and the NUL
+  std::snprintf(key, sizeof key, "ledger/entry/%010lld", static_cast<long long>(index));
+  return key;
+}
+
+std::int64_t ledger_count(ToolContext& ctx) {
+  auto stored = ctx.storage().get(kLedgerCount).value_or_throw();
+  return stored ? std::stoll(*stored) : 0;
+}
+
+ToolSpec ledger_append() {
+  ToolSpec t;
+  t.name = "ledger_append";
+  t.title = "Append to the ledger";
+  t.description =
+      "Appends `token` to this session's durable ledger (a list: the same token appended twice "
+      "is there twice) and returns it.";
+  t.input_schema =
+      R"({"type":"object","properties":{"token":{"type":"string","minLength":1,"maxLength":256}},"required":["token"],"additionalProperties":false})";
+  t.annotations = R"({"destructiveHint":false,"idempotentHint":false})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    auto token = string_arg(args(*ctx), "token");
+    std::int64_t n = ledger_count(*ctx);
+    // One turn: the entry and the count commit in one batch, or neither does.
+    ctx->storage().put(ledger_entry_key(n), token).value_or_throw();
+    ctx->storage().put(kLedgerCount, std::to_string(n + 1)).value_or_throw();
+    ctx->finish(ToolResult::text(token));
+  };
+  return t;
+}
+
+ToolSpec ledger_read() {
+  ToolSpec t;
+  t.name = "ledger_read";
+  t.title = "Read the ledger";
+  t.description = "Returns every token of this session's ledger, in the order they were appended.";
+  t.input_schema = R"({"type":"object","properties":{},"additionalProperties":false})";
+  t.output_schema =
+      R"({"type":"object","properties":{"tokens":{"type":"array","items":{"type":"string"}}},"required":["tokens"],"additionalProperties":false})";
+  t.annotations = R"({"readOnlyHint":true,"idempotentHint":true})";
+  t.handler = [](std::shared_ptr<ToolContext> ctx) {
+    std::int64_t n = ledger_count(*ctx);
+    rapidjson::Document out(rapidjson::kObjectType);
+    auto& alloc = out.GetAllocator();
+    rapidjson::Value tokens(rapidjson::kArrayType);
+    for (std::int64_t i = 0; i < n; ++i) {
+      auto token = ctx->storage().get(ledger_entry_key(i)).value_or_throw();
+      if (!token) {
+        return ctx->finish(ToolResult::error("ledger entry " + std::to_string(i) + " of " +
+                                             std::to_string(n) + " is missing"));
+      }
+      tokens.PushBack(rapidjson::Value(token->c_str(), static_cast<rapidjson::SizeType>(token->size()), alloc),
+                      alloc);
+    }
+    out.AddMember("tokens", tokens, alloc);
+    ctx->finish(ToolResult::of({}, false, json_of(out)));
+  };
+  return t;
+}
+
 ToolSpec spin() {
   ToolSpec t;
   t.name = "spin";
@@ -324,7 +392,7 @@ ToolSpec test_reconnection() {
 Result<void> register_fixtures(const FixtureTargets& into, std::string_view name) {
   if (name == "testing") {
     for (auto make : {echo, sleep, kv_put, kv_get, spin, flood, announce, ask, add, counter_get, counter_increment,
-                      tally}) {
+                      tally, ledger_append, ledger_read}) {
       if (auto ok = into.tools.add(make()); !ok) return ok;
     }
     return {};

@@ -154,6 +154,14 @@ void McpSession::resume(const SessionCall& call) {
     standalone_ = replay->events.back().id;
     store_standalone_cursor();
   }
+  if (bytes.empty() && mcp::wants_priming(meta_->protocol_version) && options_.priming) {
+    // Nothing to replay: without this the connection carries no id until the stream's
+    // next event, and a client whose resumed connection breaks before then has nothing
+    // to resume from (the SDK keeps the last id per connection, reconnects without
+    // Last-Event-ID onto the standalone stream, and the call hangs: found by dorm
+    // torture). The cursor, sent again as a priming event, is that id.
+    bytes = sse_priming(*cursor, options_.retry_ms);
+  }
   open_connection(cursor->stream, call.responder, std::move(bytes));
 }
 

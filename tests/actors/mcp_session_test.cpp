@@ -279,7 +279,8 @@ TEST_CASE("tools/list: pages of 2 list every tool once; a bad cursor is -32602")
     cursor = result["nextCursor"].GetString();
   }
   CHECK(names == std::vector<std::string>{"echo", "sleep", "kv_put", "kv_get", "spin", "flood", "announce", "ask", "add",
-                                           "counter_get", "counter_increment", "tally"});
+                                           "counter_get", "counter_increment", "tally", "ledger_append",
+                                           "ledger_read"});
   for (const char* bad : {R"("nope")", R"("")", "42"}) {
     auto res = f.post("s-tools-list-00001",
                       std::string(R"({"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":)") + bad + "}}");
@@ -321,6 +322,56 @@ TEST_CASE("tools/call: echo; kv_put then kv_get, also after a restart; bad calls
   CHECK(nul[0]["error"]["code"].GetInt() == -32602);
   auto kept = events(f.post(s, R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"kv_get","arguments":{"key":"k"}}})"));
   CHECK(text_of(kept[0]) == "v1");
+}
+
+namespace {
+std::string ledger_call(int id, const std::string& tool, const std::string& arguments) {
+  return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"tools/call","params":{"name":")" + tool +
+         R"(","arguments":)" + arguments + "}}";
+}
+
+// The tokens ledger_read returns, in order.
+std::vector<std::string> ledger_tokens(SessionFixture& f, const std::string& session, int id) {
+  auto ev = events(f.post(session, ledger_call(id, "ledger_read", "{}")));
+  REQUIRE(ev.size() == 1);
+  REQUIRE_FALSE(ev[0]["result"]["isError"].GetBool());
+  std::vector<std::string> tokens;
+  for (const auto& t : ev[0]["result"]["structuredContent"]["tokens"].GetArray()) tokens.emplace_back(t.GetString());
+  return tokens;
+}
+}  // namespace
+
+TEST_CASE("tools/call ledger_append and ledger_read: a list per session, in append order, a repeat kept twice, durable") {
+  SessionFixture f;
+  const std::string a = "s-ledger-a-000001";
+  const std::string b = "s-ledger-b-000001";
+  REQUIRE(f.initialize(a).status == 200);
+  REQUIRE(f.initialize(b).status == 200);
+  CHECK(ledger_tokens(f, a, 2).empty());
+  int id = 3;
+  for (const char* token : {"t-1", "t-2", "t-1"}) {
+    auto ev = events(f.post(a, ledger_call(id++, "ledger_append", std::string(R"({"token":")") + token + "\"}")));
+    REQUIRE(ev.size() == 1);
+    CHECK(text_of(ev[0]) == token);
+  }
+  REQUIRE(events(f.post(b, ledger_call(id++, "ledger_append", R"({"token":"u-1"})"))).size() == 1);
+  CHECK(ledger_tokens(f, a, id++) == std::vector<std::string>{"t-1", "t-2", "t-1"});
+  CHECK(ledger_tokens(f, b, id++) == std::vector<std::string>{"u-1"});
+
+  // Bad tokens are error results and append nothing.
+  for (const char* bad : {R"({"token":""})", R"({})", R"({"token":7})", R"({"token":"x","more":1})"}) {
+    auto ev = events(f.post(a, ledger_call(id++, "ledger_append", bad)));
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0]["result"]["isError"].GetBool());
+  }
+
+  f.expected_active = 2;
+  f.restart();
+  CHECK(ledger_tokens(f, a, id++) == std::vector<std::string>{"t-1", "t-2", "t-1"});
+  REQUIRE(events(f.post(a, ledger_call(id++, "ledger_append", R"({"token":"t-3"})"))).size() == 1);
+  CHECK(ledger_tokens(f, a, id++) == std::vector<std::string>{"t-1", "t-2", "t-1", "t-3"});
+  CHECK(ledger_tokens(f, b, id++) == std::vector<std::string>{"u-1"});
+  f.expected_active = 2;
 }
 
 TEST_CASE("tools/call sleep: the response streams live: priming at once, progress every second, then the result") {

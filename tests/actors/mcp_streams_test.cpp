@@ -161,6 +161,38 @@ TEST_CASE("streams: a client that goes away changes nothing; its resume continue
   f.expected_active = 1;
 }
 
+TEST_CASE("streams: a resume with nothing to replay carries its cursor as a priming event, so a second drop resumes too") {
+  // Found by dorm torture (seed 1, cycle 1): a resumed connection that broke before the
+  // stream's next event gave the SDK client no id to resume from, and its call hung.
+  StreamFixture f;
+  const std::string s = "s-resume-twice-001";
+  REQUIRE(f.initialize(s).status == 200);
+  auto answer = f.start(s, R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":3000}}})");
+  auto& res = **answer;
+  read(res);
+  auto primed = ids(res);
+  REQUIRE(primed.size() == 1);  // the priming event; no progress was asked for
+  res.stream->close();          // the first drop
+  f.run_until(f.clock.now_ms() + 1000);
+
+  auto resumed = f.get(s, primed.back());
+  auto& r = **resumed;
+  CHECK_FALSE(read(r).over);
+  CHECK(events(r).empty());
+  CHECK(ids(r) == primed);  // the client has an id again, before any new event
+  CHECK(r.body.find("retry: ") != std::string::npos);
+  r.stream->close();  // the second drop, before the stream's next event
+  f.run_until(f.clock.now_ms() + 2000);
+
+  // The client resumes from the id the resumed connection carried: the result, once.
+  auto again = f.get(s, ids(r).back());
+  read(**again);
+  auto ev = events(**again);
+  REQUIRE(ev.size() == 1);
+  CHECK(text_of(ev[0]) == "slept 3000 ms");
+  f.expected_active = 1;
+}
+
 TEST_CASE("standalone GET: notifications wait in its log, arrive when a GET opens, live afterwards; a newer GET replaces the older") {
   StreamFixture f;
   const std::string s = "s-standalone-00001";

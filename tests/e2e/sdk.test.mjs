@@ -9,7 +9,7 @@ import { startServe } from './lib/dorm_process.mjs';
 import { post, sseMessages, openSession } from './lib/mcp_http.mjs';
 
 const FIXTURES = ['echo', 'sleep', 'kv_put', 'kv_get', 'spin', 'flood', 'announce', 'ask', 'add',
-  'counter_get', 'counter_increment', 'tally'];
+  'counter_get', 'counter_increment', 'tally', 'ledger_append', 'ledger_read'];
 
 async function connectClient(t, url, { sessionId, protocolVersion } = {}) {
   const transport = new StreamableHTTPClientTransport(url, sessionId ? { sessionId } : {});

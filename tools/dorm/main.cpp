@@ -1,4 +1,4 @@
-// dorm — the command-line program: serve, inspect, backup, restore, deploy-sim, bench.
+// dorm — the command-line program: serve, inspect, backup, restore, deploy-sim, torture, bench.
 //
 // Each subcommand is one function that adds its own options to the parser and returns how
 // to run it once parsed; main() lists them in the order --help shows them.
@@ -17,6 +17,7 @@
 #include "inspect.hpp"
 #include "serve.hpp"
 #include "settings.hpp"
+#include "torture/torture.hpp"
 #ifdef DORM_WITH_BENCH
 #include "bench/bare_http_server.hpp"
 #include "bench/boot_bench.hpp"
@@ -308,6 +309,46 @@ Subcommand add_deploy_sim(CLI::App& app) {
                 "no sockets, no HTTP; the same table, its unanswered column empty")
       ->excludes(server_binary);
   return {cmd, [o] { return dorm::deploy_sim::run_deploy_sim(*o); }};
+}
+
+Subcommand add_torture(CLI::App& app) {
+  auto o = std::make_shared<dorm::torture::TortureOptions>();
+  auto* cmd = app.add_subcommand(
+      "torture",
+      "SIGKILL a real dorm serve at seeded moments under concurrent sessions, restart it on the "
+      "same store, and check that no acknowledged write is lost or doubled, no call hangs and "
+      "no session is lost (docs/reliability.md)");
+  cmd->add_option("--cycles", o->cycles, "Kills, each followed by a restart and the checks")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000));
+  cmd->add_option("--sessions", o->sessions, "Concurrent sessions (new ones are opened on top)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--seed", o->seed, "Seed of the workload and the kill moments")
+      ->capture_default_str();
+  cmd->add_option("--dorm", o->dorm, "The dorm binary that serves (default: this program)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--storage", o->storage,
+                  "The servers' store, a storage URI where {dir} stands for a fresh temporary "
+                  "directory (rocksdb:{dir}/store, sqlite:{dir}/store.db)")
+      ->capture_default_str()
+      ->check([](const std::string& text) {
+        auto uri = dorm::torture::storage_uri_for(text, "/tmp/dir");
+        return uri ? std::string() : uri.error().message;
+      });
+  cmd->add_option("--format", o->format, "The report as an aligned table (text) or one JSON object")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--retry-ms", o->retry_ms,
+                  "The servers' --retry-ms: R, the clients' reconnect delay; a call hit by a kill "
+                  "must end within R + 2 s of the restart")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{50}, std::int64_t{10'000}));
+  cmd->add_option("--time-limit", o->time_limit_s,
+                  "Seconds after which the run stops at the end of a cycle (and fails)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86'400.0));
+  return {cmd, [o] { return dorm::torture::run_torture(*o); }};
 }
 
 #ifdef DORM_WITH_BENCH
@@ -638,6 +679,7 @@ int main(int argc, char** argv) {
     commands.push_back({entry.command, std::move(entry.run)});
   }
   commands.push_back(add_deploy_sim(app));
+  commands.push_back(add_torture(app));
   add_bench(app, commands);
   // dorm serve reads DORM_* variables and a config file; every other command reads only the
   // program's own variables (DORM_LOG_FORMAT, DORM_LOG_LEVEL).

@@ -159,6 +159,7 @@ asio::awaitable<void> McpClient::call(std::int64_t id, std::string tool, std::st
     for (const auto& m : messages_in(data)) {
       if (!m.is_response() || m.id != request_id) continue;
       if (m.kind == mcp::Message::Kind::result_response) {
+        if (!settled && hooks.result) hooks.result(m.result);
         settle(Outcome{OutcomeKind::answered, 0, {}});
       } else {
         settle(testing::outcome_of_error(m.error));

@@ -29,6 +29,8 @@ namespace dorm::deploy_sim {
 struct CallHooks {
   std::function<void()> accepted;  // the POST got a response header, or failed
   std::function<void(const testing::Outcome&)> settled;  // exactly once
+  // Optional: the result's JSON text, just before `settled` reports it answered.
+  std::function<void(const std::string& result_json)> result;
 };
 
 class McpClient {
@@ -49,6 +51,9 @@ class McpClient {
 
   // Ends the standalone stream and every wait, closes every connection.
   void close();
+  // Closes every connection as a network failure would, and nothing else: streams that
+  // were open resume by the SDK's rules (dorm torture's "resume" step).
+  void drop_connections() { http_.close_all(); }
   // Calls and streams of this client still running (0 some moments after close()).
   int running() const { return running_; }
   const std::string& session_id() const { return session_id_; }

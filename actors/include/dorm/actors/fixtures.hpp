@@ -17,6 +17,9 @@
 //   counter_get {name?} / counter_increment {name?}   a durable per-session counter
 //                    ("counter" by default); counter_increment requires approval (code mode)
 //   tally {text?}    adds 1 to the counter "tally" without approval: counts real runs
+//   ledger_append {token} / ledger_read   a durable per-session list of tokens: an append
+//                    adds an entry (twice if it runs twice) and returns its token; a read
+//                    returns {"tokens": [...]} in append order (`dorm torture` checks with it)
 //
 // "conformance": every tool, resource, resource template and prompt the official
 //   conformance suite's 32 server scenarios use (test_simple_text, test://static-text,
