@@ -60,6 +60,9 @@ TEST_CASE(
     auto check = ledger.check(Tokens{"present", "twice", "twice"});
     CHECK(check.lost == 0);
     CHECK(check.duplicated == 1);
+    CHECK(check.settled_stored == 1);
+    CHECK(check.settled_absent == 1);
+    CHECK(check.settled_stored_refused == (outcome == AppendOutcome::refused ? 1 : 0));
     CHECK(described(check) == std::vector<std::string>{"duplicated twice x2"});
   }
 }
@@ -68,12 +71,16 @@ TEST_CASE("torture ledger: what the first check saw of an unacknowledged token m
   SessionLedger ledger;
   ledger.record("seen", AppendOutcome::refused);
   ledger.record("unseen", AppendOutcome::unanswered);
-  REQUIRE(ledger.check(Tokens{"seen"}).clean());
+  auto first = ledger.check(Tokens{"seen"});
+  REQUIRE(first.clean());
+  CHECK(first.settled_stored == 1);
+  CHECK(first.settled_absent == 1);
   // Seen once, it is durable: gone later is lost. Not seen, it must not turn up later.
   auto check = ledger.check(Tokens{"unseen"});
   CHECK(check.lost == 1);
   CHECK(check.reappeared == 1);
   CHECK(described(check) == std::vector<std::string>{"lost seen x0", "reappeared unseen x1"});
+  CHECK(check.settled_stored + check.settled_absent == 0);  // settled once, by the first
 }
 
 TEST_CASE("torture ledger: a token this session never appended is foreign, reported once") {

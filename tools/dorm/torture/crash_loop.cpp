@@ -199,6 +199,7 @@ class CrashLoop {
     if (!done) totals_.stopped = done.error().message;
     co_await finish();
     totals_.sessions = run_->sessions.size();
+    totals_.sessions_not_opened = run_->opens_failed;
     totals_.error_ms_p50 = testing::percentile(error_ms_, 0.5);
     totals_.error_ms_p99 = testing::percentile(error_ms_, 0.99);
     totals_.error_ms_max = testing::percentile(error_ms_, 1.0);
@@ -328,7 +329,12 @@ class CrashLoop {
       bool failed = c.outcome.kind == testing::OutcomeKind::failed;
       if (c.kind == CallKind::append) {
         ++totals_.appends;
-        if (c.outcome.kind == testing::OutcomeKind::answered && !c.error_result) ++out.acked;
+        bool acked = c.outcome.kind == testing::OutcomeKind::answered && !c.error_result;
+        if (acked) ++out.acked;
+        if (c.hit_by_kill) {
+          ++totals_.appends_hit;
+          if (acked) ++totals_.appends_hit_acked;
+        }
       }
       if (failed) {
         ++totals_.errors;
@@ -397,6 +403,9 @@ class CrashLoop {
       totals_.duplicated += check.duplicated;
       totals_.reappeared += check.reappeared;
       totals_.foreign += check.foreign;
+      totals_.unacked_stored += check.settled_stored;
+      totals_.unacked_absent += check.settled_absent;
+      totals_.unacked_stored_after_error += check.settled_stored_refused;
       for (const auto& f : check.findings) {
         finding(where + "token " + f.token + " " + std::string(to_string(f.kind)) + " (read back " +
                 std::to_string(f.count) + " times)");

@@ -10,7 +10,8 @@
 //   session   (5 %)  a new session, which the lane uses from then on (the old one stays and
 //                    is checked at every restart); an append instead at the session cap
 //
-// and between steps waits 0-20 ms. A kill finds lanes in the middle of any of these.
+// and between steps waits 0-20 ms. Odd lanes are writers: their sleep and resume steps
+// are appends as well. A kill finds lanes in the middle of any of these.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

@@ -17,8 +17,9 @@ std::string_view to_string(LedgerFinding::Kind kind) {
 }
 
 void SessionLedger::record(const std::string& token, AppendOutcome outcome) {
-  expect_.emplace(token,
-                  outcome == AppendOutcome::acknowledged ? Expect::once : Expect::at_most_once);
+  expect_.emplace(token, outcome == AppendOutcome::acknowledged ? Expect::once
+                         : outcome == AppendOutcome::refused    ? Expect::at_most_once_refused
+                                                                : Expect::at_most_once);
 }
 
 LedgerCheck SessionLedger::check(const std::vector<std::string>& read_back) {
@@ -48,12 +49,15 @@ LedgerCheck SessionLedger::check(const std::vector<std::string>& read_back) {
         }
         break;
       case Expect::at_most_once:
+      case Expect::at_most_once_refused:
         if (n > 1) {
           report(LedgerFinding::Kind::duplicated, token, n, out.duplicated);
           expect = Expect::reported;
-        } else {
-          expect = n == 1 ? Expect::once : Expect::never;
+          break;
         }
+        ++(n == 1 ? out.settled_stored : out.settled_absent);
+        if (n == 1 && expect == Expect::at_most_once_refused) ++out.settled_stored_refused;
+        expect = n == 1 ? Expect::once : Expect::never;
         break;
       case Expect::never:
         if (n > 0) {

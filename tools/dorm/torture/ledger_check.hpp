@@ -43,6 +43,12 @@ struct LedgerCheck {
   std::size_t duplicated = 0;
   std::size_t reappeared = 0;
   std::size_t foreign = 0;
+  // Unacknowledged tokens this check settled: stored after all, or not stored.
+  std::size_t settled_stored = 0;
+  std::size_t settled_absent = 0;
+  // Of settled_stored, those whose call got an error response (the reaper's -32001 says
+  // the outcome is unknown, so this is allowed).
+  std::size_t settled_stored_refused = 0;
   // One per token found wrong: the recorded ones in token order, then the foreign ones.
   std::vector<LedgerFinding> findings;
   bool clean() const { return findings.empty(); }
@@ -60,7 +66,8 @@ class SessionLedger {
   std::size_t size() const { return expect_.size(); }
 
  private:
-  enum class Expect { once, at_most_once, never, reported };
+  // at_most_once_refused: an unsettled token whose call got an error response.
+  enum class Expect { once, at_most_once, at_most_once_refused, never, reported };
   std::map<std::string, Expect> expect_;
 };
 

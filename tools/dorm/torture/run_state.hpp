@@ -80,7 +80,8 @@ struct Run {
 
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<CallRecord> calls;  // this cycle's; cleared by its check
-  std::size_t opens_failed = 0;   // new sessions whose initialize did not succeed
+  int opening = 0;                // new sessions whose initialize is under way
+  std::size_t opens_failed = 0;   // new sessions whose initialize did not succeed (a kill)
 
   deploy_sim::McpClient& client(std::size_t session) { return *sessions[session]->client; }
   testing::ReconnectOptions reconnect() const;

@@ -19,13 +19,23 @@ struct TortureTotals {
   std::int64_t retry_ms = 0;  // R: the servers' retry hint, the clients' reconnect delay
 
   // What it did.
-  int cycles = 0;            // kills followed by a restart and a check
-  std::size_t sessions = 0;  // sessions opened, the first `lanes` and the new ones
-  std::size_t calls = 0;     // tool calls of the workload (the checks' reads not counted)
-  std::size_t appends = 0;   // ledger_append calls among them
-  std::size_t acked = 0;     // appends answered with a result
-  std::size_t errors = 0;    // calls that ended with an error response or a failed POST
-  std::size_t reaped = 0;    // errors from the reaper (-32001, server_restart or session_reset)
+  int cycles = 0;                       // kills followed by a restart and a check
+  std::size_t sessions = 0;             // sessions opened, the first `lanes` and the new ones
+  std::size_t sessions_not_opened = 0;  // new sessions a kill interrupted
+  std::size_t calls = 0;    // tool calls of the workload (the checks' reads not counted)
+  std::size_t appends = 0;  // ledger_append calls among them
+  std::size_t acked = 0;    // appends answered with a result
+  // Appends a kill found in flight, and how many of them were acknowledged all the same
+  // (the result was stored before the kill and came on the resumed stream).
+  std::size_t appends_hit = 0;
+  std::size_t appends_hit_acked = 0;
+  // Unacknowledged appends, as the check after their kill found them: stored (the work
+  // ran; the reaper's error said the outcome was unknown) or not.
+  std::size_t unacked_stored = 0;
+  std::size_t unacked_absent = 0;
+  std::size_t unacked_stored_after_error = 0;  // of unacked_stored: the call got an error
+  std::size_t errors = 0;  // calls that ended with an error response or a failed POST
+  std::size_t reaped = 0;  // errors from the reaper (-32001, server_restart or session_reset)
   // Errors of calls no kill was near (a dropped connection's POST, say): not a violation.
   std::size_t errors_without_kill = 0;
   std::map<std::string, std::size_t> errors_without_kill_reasons;  // by Outcome::reason
