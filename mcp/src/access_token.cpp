@@ -243,8 +243,11 @@ Result<KeySet> KeySet::parse(std::string_view jwks_json) {
   std::size_t index = 0;
   for (const auto& jwk : keys->GetArray()) {
     auto key = parse_key(jwk, index++);
-    if (!key) return key.error();
-    if (*key) set.keys_.push_back(std::make_shared<const Key>(std::move(**key)));
+    if (!key) {
+      set.skipped_.push_back(key.error().message);
+    } else if (*key) {
+      set.keys_.push_back(std::make_shared<const Key>(std::move(**key)));
+    }
   }
   return set;
 }
@@ -272,6 +275,7 @@ std::string_view to_string(TokenRefusal::Kind kind) {
     case K::not_yet_valid: return "not_yet_valid";
     case K::missing_subject: return "missing_subject";
     case K::insufficient_scope: return "insufficient_scope";
+    case K::inactive: return "inactive";
   }
   return "unknown";
 }
@@ -281,6 +285,13 @@ std::optional<std::string> token_key_id(std::string_view token) {
   rapidjson::Document header;
   if (!parts || !decode_json(parts->header, header)) return std::nullopt;
   return std::string(string_member(header, "kid").value_or(""));
+}
+
+std::optional<std::string> token_issuer(std::string_view token) {
+  auto parts = split(token);
+  rapidjson::Document claims;
+  if (!parts || !decode_json(parts->payload, claims)) return std::nullopt;
+  return std::string(string_member(claims, "iss").value_or(""));
 }
 
 std::variant<AccessClaims, TokenRefusal> check_access_token(
@@ -298,8 +309,10 @@ std::variant<AccessClaims, TokenRefusal> check_access_token(
   if (!signature) return refuse(K::malformed, "the JWT signature is not base64url");
   if (member(header, "crit") != nullptr) return refuse(K::malformed, "the JWT header has \"crit\"");
 
-  auto typ = string_member(header, "typ").value_or("");
-  if (typ != "at+jwt" && typ != "application/at+jwt") {
+  auto typ = string_member(header, "typ");
+  bool typed = typ && (*typ == "at+jwt" || *typ == "application/at+jwt");
+  bool plain = !typ || *typ == "JWT" || *typ == "jwt" || *typ == "application/jwt";
+  if (!typed && !(plain && rules.accept_plain_jwt)) {
     return refuse(K::wrong_type, "the token's typ is not at+jwt (RFC 9068)");
   }
   auto alg = string_member(header, "alg").value_or("");

@@ -169,7 +169,7 @@ TEST_CASE("access token: every refusal of the table") {
   }
 }
 
-TEST_CASE("key set: unusable keys are skipped, broken ones are errors, a lone key needs no kid") {
+TEST_CASE("key set: unusable and broken keys are skipped, a lone key needs no kid") {
   TestKey rsa("RS256", "");
   auto lone = set_of({&rsa});
   CHECK(lone.size() == 1);
@@ -188,11 +188,52 @@ TEST_CASE("key set: unusable keys are skipped, broken ones are errors, a lone ke
   REQUIRE(KeySet::parse(labelled).ok());
   CHECK(KeySet::parse(labelled)->size() == 1);
 
+  CHECK(skipped->skipped().empty());  // keys of kinds we do not use are no news
+
   CHECK_FALSE(KeySet::parse("[]").ok());
   CHECK_FALSE(KeySet::parse("{}").ok());
-  CHECK_FALSE(KeySet::parse(R"({"keys":[{"kty":"RSA","n":"!!","e":"AQAB"}]})").ok());
-  CHECK_FALSE(KeySet::parse(R"({"keys":[{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}]})").ok());
-  CHECK_FALSE(KeySet::parse(R"({"keys":[{"n":"AQAB"}]})").ok());
+  CHECK_FALSE(KeySet::parse(R"({"keys":{}})").ok());
+
+  // A broken key costs only itself (RFC 7517 §5): the good key beside it still verifies,
+  // and each broken one is named with its index and what is wrong with it.
+  std::string mixed = R"({"keys":[{"kty":"RSA","kid":"a","n":"!!","e":"AQAB"},)"
+                      R"({"kty":"EC","kid":"b","crv":"P-256","x":"AAAA","y":"AAAA"},{"n":"AQAB"},7,)" +
+                      ec.jwk() + "]}";
+  auto partly = KeySet::parse(mixed);
+  REQUIRE(partly.ok());
+  CHECK(partly->size() == 1);
+  REQUIRE(partly->skipped().size() == 4);
+  CHECK(partly->skipped()[0] == "JWKS: key 0: \"n\" is not base64url");
+  CHECK(partly->skipped()[1] == "JWKS: key 1: a P-256 coordinate must be 32 bytes");
+  CHECK(partly->skipped()[2] == "JWKS: key 2: \"kty\" is missing");
+  CHECK(partly->skipped()[3] == "JWKS: key 3: must be a JSON object");
+  CHECK(std::holds_alternative<AccessClaims>(check_access_token(ec.sign(claims()), *partly, rules(), kNowPoint)));
+}
+
+TEST_CASE("typ: at+jwt always; JWT or none only when the rules accept plain JWTs; other types never") {
+  TestKey key("ES256", "k");
+  auto keys = set_of({&key});
+  auto with_typ = [&](const std::string& typ) {
+    std::string header = R"({"alg":"ES256","kid":"k")" + (typ.empty() ? "" : R"(,"typ":")" + typ + "\"") + "}";
+    return key.sign(claims(), header);
+  };
+  auto plain = rules();
+  plain.accept_plain_jwt = true;
+  for (std::string typ : {"at+jwt", "application/at+jwt"}) {
+    CHECK(std::holds_alternative<AccessClaims>(check_access_token(with_typ(typ), keys, rules(), kNowPoint)));
+    CHECK(std::holds_alternative<AccessClaims>(check_access_token(with_typ(typ), keys, plain, kNowPoint)));
+  }
+  for (std::string typ : {"JWT", "jwt", "application/jwt", ""}) {
+    auto strict = check_access_token(with_typ(typ), keys, rules(), kNowPoint);
+    REQUIRE(std::holds_alternative<TokenRefusal>(strict));
+    CHECK(std::get<TokenRefusal>(strict).kind == TokenRefusal::Kind::wrong_type);
+    CHECK(std::holds_alternative<AccessClaims>(check_access_token(with_typ(typ), keys, plain, kNowPoint)));
+  }
+  for (std::string typ : {"dpop+jwt", "logout+jwt", "secevent+jwt"}) {
+    auto refused = check_access_token(with_typ(typ), keys, plain, kNowPoint);
+    REQUIRE(std::holds_alternative<TokenRefusal>(refused));
+    CHECK(std::get<TokenRefusal>(refused).kind == TokenRefusal::Kind::wrong_type);
+  }
 }
 
 TEST_CASE("base64url: round trip, and the characters and padding it refuses") {
@@ -211,4 +252,12 @@ TEST_CASE("token_key_id reads the kid without checking anything else") {
   CHECK(token_key_id(key.sign(claims())) == "the-kid");
   CHECK(token_key_id(key.sign(claims(), R"({"alg":"ES256"})")) == "");
   CHECK_FALSE(token_key_id("garbage").has_value());
+}
+
+TEST_CASE("token_issuer reads iss without verifying anything") {
+  TestKey key("ES256", "k");
+  CHECK(token_issuer(key.sign(claims())) == kIssuer);
+  CHECK(token_issuer(key.sign(R"({"sub":"x"})")) == "");
+  CHECK_FALSE(token_issuer("garbage").has_value());
+  CHECK_FALSE(token_issuer("a.b.c").has_value());
 }

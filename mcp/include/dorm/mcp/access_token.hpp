@@ -7,7 +7,8 @@
 // refusal it gives (TokenRefusal::Kind):
 //
 //   malformed           not three base64url parts, a part not JSON, a header with `crit`
-//   wrong_type          `typ` is not "at+jwt" (RFC 9068 §4: an ID token is no access token)
+//   wrong_type          `typ` is not "at+jwt" (RFC 9068 §4: an ID token is no access token);
+//                       with TokenRules::accept_plain_jwt also "JWT" or none at all
 //   unsupported_alg     `alg` is "none" or one this server does not verify
 //   unknown_key         no key in the set has the header's `kid` (the caller may refresh
 //                       the set and try again: the server may have rotated its keys)
@@ -42,16 +43,21 @@ namespace dorm::mcp {
 
 // One parsed JWKS: the verification keys this server can use, by `kid`. Keys it cannot
 // use (another key type or curve, `use` other than "sig", an RSA modulus under 2048 bits)
-// are skipped, not errors: a JWKS often holds encryption keys too. Immutable once parsed;
-// safe to share between threads.
+// are skipped silently: a JWKS often holds encryption keys too. A key that looks usable
+// but is malformed (an "n" that is not base64url, a point not on the curve) is skipped
+// too, with the reason kept in skipped(): RFC 7517 §5 asks that a set's other keys stay
+// usable, so one bad entry published by the authorization server does not lock every
+// client out. Immutable once parsed; safe to share between threads.
 class KeySet {
  public:
   struct Key;  // the OpenSSL key and its algorithm; defined in access_token.cpp
 
   // Parses a JWKS document ({"keys": [...]}). Errors: invalid_argument when it is not
-  // JSON, has no "keys" array, or a usable-looking key is malformed (e.g. an "n" that is
-  // not base64url), naming the key's index.
+  // JSON or has no "keys" array.
   static Result<KeySet> parse(std::string_view jwks_json);
+
+  // Why each malformed key was skipped ("key 2: \"n\" is not base64url"), for the log.
+  const std::vector<std::string>& skipped() const { return skipped_; }
 
   // The key with this `kid`, or null. With an empty `kid` (a token header without one),
   // the only key of the set when it has exactly one, else null.
@@ -61,6 +67,7 @@ class KeySet {
 
  private:
   std::vector<std::shared_ptr<const Key>> keys_;
+  std::vector<std::string> skipped_;
 };
 
 // What a resource server requires of a token.
@@ -69,6 +76,11 @@ struct TokenRules {
   std::string audience;               // must be one of `aud`
   std::vector<std::string> scopes;    // each must be granted
   std::chrono::seconds skew{60};      // tolerance for `exp` and `nbf` (clocks differ)
+  // Also take tokens whose `typ` is "JWT" or absent. Keycloak and Microsoft Entra issue
+  // such access tokens; RFC 9068 §4 wants at+jwt so that an ID token (signed by the same
+  // keys) is never taken for an access token. With this on, `aud` is what keeps ID tokens
+  // out (theirs is the client's id, not this server's URI): docs/auth.md.
+  bool accept_plain_jwt = false;
 };
 
 // Who a valid token speaks for.
@@ -94,6 +106,7 @@ struct TokenRefusal {
     not_yet_valid,
     missing_subject,
     insufficient_scope,
+    inactive,  // RFC 7662 introspection answered `"active": false` (token_introspection.hpp)
   };
   Kind kind = Kind::malformed;
   std::string message;  // for the client's error_description and the log; names no secret
@@ -110,6 +123,11 @@ std::variant<AccessClaims, TokenRefusal> check_access_token(
 // The `kid` of a token's header (empty when it has none), or nullopt when the header is
 // not a JSON object in base64url: lets a caller decide to refresh keys before checking.
 std::optional<std::string> token_key_id(std::string_view token);
+
+// The `iss` claim of a token, unverified (empty when it has none), or nullopt when the
+// token is not a JWT: picks which authorization server's keys are to verify it, after
+// which check_access_token compares `iss` again against the verified claims.
+std::optional<std::string> token_issuer(std::string_view token);
 
 // base64url without padding (RFC 7515 §2) — decode refuses padding, whitespace and any
 // character outside the alphabet.
