@@ -5,13 +5,17 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "dorm/mcp/jsonrpc.hpp"
 #include "dorm/runtime/log.hpp"
 #include "json_text.hpp"
+#include "token_memo.hpp"
 
 namespace dorm::mcp {
 namespace {
@@ -106,65 +110,76 @@ std::string protected_resource_metadata_url(std::string_view resource) {
          std::string(kProtectedResourceMetadataPath) + path;
 }
 
-struct OAuthResource::State {
-  OAuthSettings settings;  // `resource` is guarded by mutex (set_resource)
-  Fetch fetch;
-  Clock clock;
+namespace {
 
-  mutable std::mutex mutex;  // guards everything below and settings.resource
+// A token whose signature verified, as remembered: it holds while the keys that verified
+// it are still its issuer's current ones (a reload may have dropped the key).
+struct Verified {
+  std::size_t issuer = 0;          // index into the issuers
+  std::uint64_t keys_version = 0;  // IssuerKeys::version when it verified
+  Identity who;
+};
+
+// One authorization server: where its keys are, the keys once read, and the thread that
+// fetches them. A request parked on it is decided again (by State::decide, final) after
+// each refresh.
+struct IssuerKeys {
+  using Fetch = OAuthResource::Fetch;
+  using Decide = std::function<AuthVerdict(const std::string& token)>;
+
+  IssuerKeys(std::string issuer, const OAuthSettings& settings, Fetch fetch, OAuthResource::Clock clock,
+             Decide decide)
+      : issuer(std::move(issuer)),
+        settings(settings),
+        fetch(std::move(fetch)),
+        clock(std::move(clock)),
+        decide(std::move(decide)) {}
+
+  const std::string issuer;
+  const OAuthSettings& settings;  // the State's; only the fields fixed at start are read
+  const Fetch fetch;
+  const OAuthResource::Clock clock;
+  const Decide decide;
+
+  mutable std::mutex mutex;  // guards everything below
   mutable std::condition_variable wake;
   std::shared_ptr<const KeySet> keys;  // null until a JWKS was read
+  std::uint64_t version = 0;           // incremented with each load of `keys`
   SysClock::time_point keys_loaded{};
   SysClock::time_point last_fetch{};
   bool fetched_once = false;
   bool fetching = false;
-  mutable bool refresh_wanted = true;  // the first load
+  bool refresh_wanted = true;  // the first load
   bool stopping = false;
   std::string jwks_uri;  // from the AS metadata; cleared when the JWKS cannot be read
-  mutable std::vector<std::pair<std::string, AuthDone>> parked;
+  std::vector<std::pair<std::string, AuthDone>> parked;
   std::size_t fetches = 0;
   std::thread thread;
 
-  std::string metadata_url_locked() const { return protected_resource_metadata_url(settings.resource); }
+  // What the verifier needs from the cache, read under the lock at once.
+  struct Snapshot {
+    std::shared_ptr<const KeySet> keys;
+    std::uint64_t version = 0;
+    bool stale = false;        // older than max_key_age: refresh in the background
+    bool can_refresh = false;  // a fetch under way, or one allowed now
+  };
+
+  Snapshot snapshot(SysClock::time_point now) const {
+    std::lock_guard lock(mutex);
+    return {keys, version, keys && now - keys_loaded >= settings.max_key_age,
+            !stopping && (fetching || may_fetch_locked(now))};
+  }
 
   // A fetch may start now: the first one, or min_key_refresh after the last.
   bool may_fetch_locked(SysClock::time_point now) const {
     return !fetched_once || now - last_fetch >= settings.min_key_refresh;
   }
 
-  // What the cached keys say; nullopt when only newer keys could decide (and a fetch
-  // may bring them: `final` false).
-  std::optional<AuthVerdict> decide(std::optional<std::string_view> token, bool final) const {
-    std::unique_lock lock(mutex);
-    const std::string url = metadata_url_locked();
-    if (settings.resource.empty()) return unavailable("the server is starting");
-    if (!token) return invalid_bearer(url, std::nullopt);
-    auto now = clock();
-    auto current = keys;
-    bool stale = current && now - keys_loaded >= settings.max_key_age;
-    bool can_refresh = !stopping && (fetching || may_fetch_locked(now));
-    TokenRules rules{settings.issuer, settings.resource, settings.scopes, settings.skew};
-    lock.unlock();
-
-    if (!current) {
-      if (!final && can_refresh) return std::nullopt;
-      return unavailable("the authorization server's keys could not be fetched");
-    }
-    auto checked = check_access_token(*token, *current, rules, now);
-    if (auto* claims = std::get_if<AccessClaims>(&checked)) {
-      if (stale) request_refresh();
-      return Identity{std::move(claims->subject), std::move(claims->issuer)};
-    }
-    const auto& refusal = std::get<TokenRefusal>(checked);
-    if (refusal.kind == TokenRefusal::Kind::unknown_key && !final && can_refresh) return std::nullopt;
-    if (refusal.kind == TokenRefusal::Kind::insufficient_scope) {
-      return insufficient_scope(url, joined(rules.scopes));
-    }
-    log::info("oauth_token_refused", {{"reason", std::string(to_string(refusal.kind))}});
-    return invalid_bearer(url, refusal.message);
+  void start() {
+    thread = std::thread([this] { run(); });
   }
 
-  void request_refresh() const {
+  void request_refresh() {
     {
       std::lock_guard lock(mutex);
       refresh_wanted = true;
@@ -172,10 +187,35 @@ struct OAuthResource::State {
     wake.notify_one();
   }
 
-  // The AS metadata's jwks_uri, checking that it names our issuer.
+  // Parks a request until the next refresh; false when it cannot wait (stopping, or
+  // `max_parked` requests wait already).
+  bool park(std::string token, AuthDone& done) {
+    {
+      std::lock_guard lock(mutex);
+      if (stopping || parked.size() >= settings.max_parked) return false;
+      parked.emplace_back(std::move(token), std::move(done));
+      refresh_wanted = true;
+    }
+    wake.notify_one();
+    return true;
+  }
+
+  // Ends the thread; the requests still parked are returned for the caller to answer.
+  std::vector<std::pair<std::string, AuthDone>> stop() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (thread.joinable()) thread.join();
+    std::lock_guard lock(mutex);
+    return std::exchange(parked, {});
+  }
+
+  // The AS metadata's jwks_uri, checking that it names this issuer.
   Result<std::string> discover() {
     std::string errors;
-    for (const auto& url : metadata_urls(settings.issuer)) {
+    for (const auto& url : metadata_urls(issuer)) {
       auto text = fetch(url);
       if (!text) {
         errors += (errors.empty() ? "" : "; ") + text.error().message;
@@ -186,10 +226,10 @@ struct OAuthResource::State {
         errors += (errors.empty() ? "" : "; ") + url + ": not a JSON object";
         continue;
       }
-      auto issuer = doc.FindMember("issuer");
-      if (issuer == doc.MemberEnd() || !issuer->value.IsString() || issuer->value.GetString() != settings.issuer) {
+      auto named = doc.FindMember("issuer");
+      if (named == doc.MemberEnd() || !named->value.IsString() || named->value.GetString() != issuer) {
         // RFC 8414 §3.3: metadata naming another issuer must not be used (a mix-up).
-        errors += (errors.empty() ? "" : "; ") + url + ": its \"issuer\" is not " + settings.issuer;
+        errors += (errors.empty() ? "" : "; ") + url + ": its \"issuer\" is not " + issuer;
         continue;
       }
       auto jwks = doc.FindMember("jwks_uri");
@@ -229,15 +269,18 @@ struct OAuthResource::State {
     fetching = false;
     if (!loaded) {
       jwks_uri.clear();  // discover again next time: the AS may have moved it
-      log::warn("oauth_keys_unavailable", {{"issuer", settings.issuer}, {"error", loaded.error().message}});
+      log::warn("oauth_keys_unavailable", {{"issuer", issuer}, {"error", loaded.error().message}});
       return;
     }
     jwks_uri = uri;
     keys = std::move(*loaded);
+    ++version;
     keys_loaded = clock();
-    log::info("oauth_keys_loaded", {{"issuer", settings.issuer},
-                                    {"jwks_uri", uri},
-                                    {"keys", static_cast<std::int64_t>(keys->size())}});
+    for (const auto& why : keys->skipped()) {
+      log::warn("oauth_key_skipped", {{"issuer", issuer}, {"jwks_uri", uri}, {"error", why}});
+    }
+    log::info("oauth_keys_loaded",
+              {{"issuer", issuer}, {"jwks_uri", uri}, {"keys", static_cast<std::int64_t>(keys->size())}});
   }
 
   void run() {
@@ -251,19 +294,138 @@ struct OAuthResource::State {
       if (fetch_now) refresh();
       lock.lock();
       // Each request parked so far is decided with the keys as they are now.
-      auto waiting = std::move(parked);
-      parked.clear();
+      auto waiting = std::exchange(parked, {});
       lock.unlock();
-      for (auto& [token, done] : waiting) done(*decide(token, true));
+      for (auto& [token, done] : waiting) done(decide(token));
       lock.lock();
     }
   }
 };
 
+}  // namespace
+
+struct OAuthResource::State {
+  explicit State(OAuthSettings s) : settings(std::move(s)), verified(settings.verified_cache) {}
+
+  OAuthSettings settings;  // `resource` is guarded by mutex (set_resource)
+  mutable std::mutex mutex;
+  std::vector<std::unique_ptr<IssuerKeys>> issuers;  // as settings.issuers; fixed after start
+  mutable detail::TokenMemo<Verified> verified;
+  std::unique_ptr<TokenIntrospector> introspector;  // with settings.introspection
+  mutable std::atomic<std::size_t> signature_checks{0};
+  Clock clock;
+
+  std::string metadata_url_locked() const { return protected_resource_metadata_url(settings.resource); }
+
+  // The issuer a token names, by index; nullopt when it names none we trust.
+  std::optional<std::size_t> issuer_of(std::string_view token) const {
+    auto iss = token_issuer(token);
+    if (!iss) return std::nullopt;
+    for (std::size_t i = 0; i < issuers.size(); ++i) {
+      if (issuers[i]->issuer == *iss) return i;
+    }
+    return std::nullopt;
+  }
+
+  // What must happen before a token can be decided.
+  struct Wait {
+    IssuerKeys* keys = nullptr;  // a fetch of this AS's keys
+    bool introspect = false;     // an introspection of the (opaque) token
+  };
+
+  // What the cached keys (or remembered introspection answers) say; nullopt when only
+  // newer keys or an introspection could decide (`final` false), and `*wait` says which.
+  std::optional<AuthVerdict> decide(std::optional<std::string_view> token, bool final, Wait* wait = nullptr) const {
+    std::unique_lock lock(mutex);
+    const std::string url = metadata_url_locked();
+    if (settings.resource.empty()) return unavailable("the server is starting");
+    if (!token) return invalid_bearer(url, std::nullopt);
+    TokenRules rules{"", settings.resource, settings.scopes, settings.skew, settings.accept_plain_jwt};
+    lock.unlock();
+
+    auto which = issuer_of(*token);
+    if (!which) {
+      bool jwt = token_issuer(*token).has_value();
+      if (!jwt && introspector) {
+        if (auto known = introspector->cached(*token)) return verdict_of(*known);
+        if (!final && wait) {
+          wait->introspect = true;
+          return std::nullopt;
+        }
+        return unavailable("the token could not be introspected");
+      }
+      log::info("oauth_token_refused", {{"reason", jwt ? "wrong_issuer" : "malformed"}});
+      return invalid_bearer(url, jwt ? "the token was issued by an authorization server this server does not trust"
+                                     : "the token is not a JWT (three base64url parts)");
+    }
+    IssuerKeys& as = *issuers[*which];
+    rules.issuer = as.issuer;
+    auto now = clock();
+    const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    auto keys = as.snapshot(now);
+    auto digest = detail::token_digest(*token);
+    if (auto hit = verified.find(digest, now_s); hit && hit->issuer == *which && hit->keys_version == keys.version) {
+      if (keys.stale) as.request_refresh();
+      return hit->who;
+    }
+
+    if (!keys.keys) {
+      if (!final && keys.can_refresh && wait) {
+        wait->keys = &as;
+        return std::nullopt;
+      }
+      return unavailable("the authorization server's keys could not be fetched");
+    }
+    ++signature_checks;
+    auto checked = check_access_token(*token, *keys.keys, rules, now);
+    if (auto* claims = std::get_if<AccessClaims>(&checked)) {
+      if (keys.stale) as.request_refresh();
+      Identity who{std::move(claims->subject), std::move(claims->issuer)};
+      verified.put(digest, {*which, keys.version, who}, claims->expires_at + settings.skew.count());
+      return who;
+    }
+    const auto& refusal = std::get<TokenRefusal>(checked);
+    if (refusal.kind == TokenRefusal::Kind::unknown_key && !final && keys.can_refresh && wait) {
+      wait->keys = &as;
+      return std::nullopt;
+    }
+    if (refusal.kind == TokenRefusal::Kind::insufficient_scope) {
+      return insufficient_scope(url, joined(rules.scopes));
+    }
+    log::info("oauth_token_refused", {{"reason", std::string(to_string(refusal.kind))}, {"issuer", as.issuer}});
+    return invalid_bearer(url, refusal.message);
+  }
+
+  // The answer to an opaque token, from what the AS's introspection said about it.
+  AuthVerdict verdict_of(const IntrospectedToken& token) const {
+    std::unique_lock lock(mutex);
+    const std::string url = metadata_url_locked();
+    IntrospectionRules rules{settings.issuers, settings.resource, settings.scopes, settings.skew};
+    lock.unlock();
+    auto checked = check_introspected(token, rules, clock());
+    if (auto* claims = std::get_if<AccessClaims>(&checked)) {
+      return Identity{std::move(claims->subject), std::move(claims->issuer)};
+    }
+    const auto& refusal = std::get<TokenRefusal>(checked);
+    if (refusal.kind == TokenRefusal::Kind::insufficient_scope) return insufficient_scope(url, joined(rules.scopes));
+    log::info("oauth_token_refused", {{"reason", std::string(to_string(refusal.kind))}, {"via", "introspection"}});
+    return invalid_bearer(url, refusal.message);
+  }
+};
+
 OAuthResource::OAuthResource(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-Result<std::unique_ptr<OAuthResource>> OAuthResource::start(OAuthSettings settings, Fetch fetch, Clock clock) {
-  if (auto ok = check_url("--oauth-issuer", settings.issuer); !ok) return ok.error();
+Result<std::unique_ptr<OAuthResource>> OAuthResource::start(OAuthSettings settings, Fetch fetch, Clock clock,
+                                                            TokenIntrospector::Post introspect) {
+  if (settings.issuers.empty()) return Error{ErrorCode::invalid_argument, "--oauth-issuer: at least one is needed"};
+  for (std::size_t i = 0; i < settings.issuers.size(); ++i) {
+    if (auto ok = check_url("--oauth-issuer", settings.issuers[i]); !ok) return ok.error();
+    for (std::size_t j = 0; j < i; ++j) {
+      if (settings.issuers[j] == settings.issuers[i]) {
+        return Error{ErrorCode::invalid_argument, "--oauth-issuer '" + settings.issuers[i] + "' is named twice"};
+      }
+    }
+  }
   if (!settings.resource.empty()) {
     if (auto ok = check_url("--oauth-audience", settings.resource); !ok) return ok.error();
   }
@@ -272,32 +434,34 @@ Result<std::unique_ptr<OAuthResource>> OAuthResource::start(OAuthSettings settin
     for (char c : scope) ok = ok && c > 0x20 && c < 0x7f && c != '"' && c != '\\';
     if (!ok) return Error{ErrorCode::invalid_argument, "scope '" + scope + "' is not a scope token (RFC 6749 §3.3)"};
   }
-  auto state = std::make_unique<State>();
-  state->settings = std::move(settings);
-  state->fetch = fetch ? std::move(fetch) : [options = state->settings.fetch](const std::string& url) {
-    return http_get(url, options);
-  };
+  auto state = std::make_unique<State>(std::move(settings));
+  if (!fetch) {
+    fetch = [options = state->settings.fetch](const std::string& url) { return http_get(url, options); };
+  }
   state->clock = clock ? std::move(clock) : [] { return SysClock::now(); };
-  state->thread = std::thread([s = state.get()] { s->run(); });
+  if (state->settings.introspection) {
+    auto introspection = *state->settings.introspection;
+    introspection.fetch = state->settings.fetch;
+    auto started = TokenIntrospector::start(std::move(introspection), std::move(introspect), state->clock);
+    if (!started) return started.error();
+    state->introspector = std::move(*started);
+  }
+  State* s = state.get();
+  for (const auto& issuer : state->settings.issuers) {
+    state->issuers.push_back(std::make_unique<IssuerKeys>(
+        issuer, state->settings, fetch, state->clock, [s](const std::string& token) { return *s->decide(token, true); }));
+  }
+  for (auto& as : state->issuers) as->start();
   return std::unique_ptr<OAuthResource>(new OAuthResource(std::move(state)));
 }
 
 OAuthResource::~OAuthResource() { stop(); }
 
 void OAuthResource::stop() {
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->stopping = true;
+  if (state_->introspector) state_->introspector->stop();
+  for (auto& as : state_->issuers) {
+    for (auto& [token, done] : as->stop()) done(unavailable("the server is stopping"));
   }
-  state_->wake.notify_all();
-  if (state_->thread.joinable()) state_->thread.join();
-  std::vector<std::pair<std::string, AuthDone>> waiting;
-  {
-    std::lock_guard lock(state_->mutex);
-    waiting = std::move(state_->parked);
-    state_->parked.clear();
-  }
-  for (auto& [token, done] : waiting) done(unavailable("the server is stopping"));
 }
 
 Result<void> OAuthResource::set_resource(std::string resource) {
@@ -308,23 +472,30 @@ Result<void> OAuthResource::set_resource(std::string resource) {
 }
 
 std::optional<AuthVerdict> OAuthResource::authenticate_cached(std::optional<std::string_view> token) const {
-  auto verdict = state_->decide(token, false);
-  if (!verdict) state_->request_refresh();
+  State::Wait wait;
+  auto verdict = state_->decide(token, false, &wait);
+  if (!verdict && wait.keys) wait.keys->request_refresh();
   return verdict;
 }
 
 void OAuthResource::authenticate(std::optional<std::string_view> token, AuthDone done) const {
-  if (auto verdict = state_->decide(token, false)) return done(std::move(*verdict));
-  {
-    std::unique_lock lock(state_->mutex);
-    if (state_->stopping || state_->parked.size() >= state_->settings.max_parked) {
-      lock.unlock();
-      return done(unavailable("too many requests are waiting for the authorization server's keys"));
-    }
-    state_->parked.emplace_back(std::string(*token), std::move(done));
-    state_->refresh_wanted = true;
+  State::Wait wait;
+  if (auto verdict = state_->decide(token, false, &wait)) return done(std::move(*verdict));
+  if (wait.introspect) {
+    const State* s = state_.get();  // outlives the introspector, which stop() ends first
+    state_->introspector->introspect(*token, [s, done = std::move(done)](TokenIntrospector::Answer answer) {
+      if (!answer) return done(unavailable("the authorization server could not introspect the token"));
+      done(s->verdict_of(*answer));
+    });
+    return;
   }
-  state_->wake.notify_one();
+  if (!wait.keys->park(std::string(*token), done)) {
+    done(unavailable("too many requests are waiting for the authorization server's keys"));
+  }
+}
+
+std::size_t OAuthResource::introspections() const {
+  return state_->introspector ? state_->introspector->requests() : 0;
 }
 
 std::string OAuthResource::metadata_json() const {
@@ -338,7 +509,7 @@ std::string OAuthResource::metadata_json() const {
   str(s.resource);
   w.Key("authorization_servers");
   w.StartArray();
-  str(s.issuer);
+  for (const auto& issuer : s.issuers) str(issuer);
   w.EndArray();
   w.Key("scopes_supported");
   w.StartArray();
@@ -367,8 +538,14 @@ bool OAuthResource::is_metadata_path(std::string_view path) const {
 }
 
 std::size_t OAuthResource::key_fetches() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->fetches;
+  std::size_t total = 0;
+  for (const auto& as : state_->issuers) {
+    std::lock_guard lock(as->mutex);
+    total += as->fetches;
+  }
+  return total;
 }
+
+std::size_t OAuthResource::signature_checks() const { return state_->signature_checks.load(); }
 
 }  // namespace dorm::mcp

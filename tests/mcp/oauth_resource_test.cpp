@@ -69,7 +69,7 @@ std::string claims(const std::string& sub = "alice", const std::string& scope = 
 
 OAuthSettings settings() {
   OAuthSettings s;
-  s.issuer = kIssuer;
+  s.issuers = {kIssuer};
   s.resource = kResource;
   s.scopes = {"mcp"};
   s.min_key_refresh = std::chrono::milliseconds(30'000);
@@ -236,8 +236,14 @@ TEST_CASE("oauth resource: the metadata document and where it is published") {
 TEST_CASE("oauth resource: bad settings are refused at start") {
   FakeAs as;
   auto s = settings();
-  s.issuer = "as.example";
+  s.issuers = {"as.example"};
   CHECK_FALSE(OAuthResource::start(s, as.fetch()).ok());
+  s.issuers = {};
+  CHECK_FALSE(OAuthResource::start(s, as.fetch()).ok());
+  s.issuers = {kIssuer, "https://other.example", kIssuer};
+  auto twice = OAuthResource::start(s, as.fetch());
+  REQUIRE_FALSE(twice.ok());
+  CHECK(twice.error().message.find("named twice") != std::string::npos);
   s = settings();
   s.resource = "https://mcp.example/mcp#frag";
   CHECK_FALSE(OAuthResource::start(s, as.fetch()).ok());
@@ -257,4 +263,149 @@ TEST_CASE("oauth resource: parked requests are answered 503 when it stops") {
   (*started)->stop();
   auto after = verdict(**started, key.sign(claims()));
   CHECK(std::get<Rejection>(after).http_status == 503);
+}
+
+TEST_CASE("oauth resource: a verified token is not verified again until it expires or the keys reload") {
+  FakeAs as;
+  ManualClock clock;
+  TestKey key("ES256", "k1");
+  as.put(kRfc8414Url, as_metadata());
+  as.put(kJwksUrl, testkit::jwks_of({&key}));
+  auto started = OAuthResource::start(settings(), as.fetch(), clock.clock());
+  REQUIRE(started.ok());
+  auto& oauth = **started;
+  const std::string alice = key.sign(claims("alice"));
+  REQUIRE(std::get<Identity>(verdict(oauth, alice)) == Identity{"alice", kIssuer});
+  CHECK(oauth.signature_checks() == 1);
+
+  // The front door and the handler both ask; the client sends it again and again.
+  for (int i = 0; i < 5; ++i) {
+    auto again = oauth.authenticate_cached(alice);
+    REQUIRE(again.has_value());
+    CHECK(std::get<Identity>(*again) == Identity{"alice", kIssuer});
+  }
+  CHECK(std::get<Identity>(verdict(oauth, alice)) == Identity{"alice", kIssuer});
+  CHECK(oauth.signature_checks() == 1);
+  // Another token is checked on its own, and a token that differs in one byte is no hit.
+  CHECK(std::get<Identity>(verdict(oauth, key.sign(claims("bob")))) == Identity{"bob", kIssuer});
+  CHECK(oauth.signature_checks() == 2);
+  std::string tampered = alice;
+  tampered.back() = tampered.back() == 'A' ? 'B' : 'A';
+  CHECK(std::get<Rejection>(verdict(oauth, tampered)).http_status == 401);
+  CHECK(oauth.signature_checks() == 3);
+
+  // The AS adds a key, and a token with its kid loads the keys again: a remembered token
+  // is verified once more against the new set (it might have lost its key).
+  TestKey added("ES256", "k2");
+  as.put(kJwksUrl, testkit::jwks_of({&key, &added}));
+  clock.seconds += 31;
+  REQUIRE(std::holds_alternative<Identity>(verdict(oauth, added.sign(claims("carol")))));
+  REQUIRE(oauth.key_fetches() == 2);
+  auto checks = oauth.signature_checks();
+  REQUIRE(std::holds_alternative<Identity>(verdict(oauth, alice)));
+  CHECK(oauth.signature_checks() == checks + 1);
+  REQUIRE(std::holds_alternative<Identity>(verdict(oauth, alice)));
+  CHECK(oauth.signature_checks() == checks + 1);
+
+  // Past exp + skew, a remembered token is refused like any other.
+  clock.seconds = kStart + 3600 + 60;
+  auto late = verdict(oauth, alice);
+  REQUIRE(std::holds_alternative<Rejection>(late));
+  CHECK(std::get<Rejection>(late).http_status == 401);
+}
+
+TEST_CASE("oauth resource: with verified_cache 0 every request's token is verified") {
+  FakeAs as;
+  ManualClock clock;
+  TestKey key("RS256", "k1");
+  as.put(kRfc8414Url, as_metadata());
+  as.put(kJwksUrl, testkit::jwks_of({&key}));
+  auto s = settings();
+  s.verified_cache = 0;
+  auto started = OAuthResource::start(s, as.fetch(), clock.clock());
+  REQUIRE(started.ok());
+  const std::string token = key.sign(claims());
+  for (int i = 0; i < 3; ++i) REQUIRE(std::holds_alternative<Identity>(verdict(**started, token)));
+  CHECK((*started)->signature_checks() == 3);
+}
+
+TEST_CASE("oauth resource: several issuers — iss picks the keys; the principal includes it; strangers cost no fetch") {
+  FakeAs as;
+  ManualClock clock;
+  const std::string second = "https://login.example";
+  const std::string second_jwks = "https://login.example/keys";
+  TestKey first_key("ES256", "shared-kid");
+  TestKey second_key("RS256", "shared-kid");  // the same kid at both: only iss tells them apart
+  as.put(kRfc8414Url, as_metadata());
+  as.put(kJwksUrl, testkit::jwks_of({&first_key}));
+  as.put("https://login.example/.well-known/oauth-authorization-server",
+         "{\"issuer\":\"" + second + "\",\"jwks_uri\":\"" + second_jwks + "\"}");
+  as.put(second_jwks, testkit::jwks_of({&second_key}));
+  auto s = settings();
+  s.issuers = {kIssuer, second};
+  auto started = OAuthResource::start(s, as.fetch(), clock.clock());
+  REQUIRE(started.ok());
+  auto& oauth = **started;
+
+  auto claims_of = [](const std::string& iss, const std::string& sub) {
+    return "{\"iss\":\"" + iss + "\",\"sub\":\"" + sub + "\",\"aud\":\"" + kResource +
+           "\",\"exp\":" + std::to_string(kStart + 3600) + ",\"scope\":\"mcp\"}";
+  };
+  CHECK(std::get<Identity>(verdict(oauth, first_key.sign(claims_of(kIssuer, "alice")))) == Identity{"alice", kIssuer});
+  CHECK(std::get<Identity>(verdict(oauth, second_key.sign(claims_of(second, "alice")))) == Identity{"alice", second});
+  // A key of one AS never vouches for a token that names the other.
+  CHECK(std::get<Rejection>(verdict(oauth, first_key.sign(claims_of(second, "alice")))).http_status == 401);
+  CHECK(std::get<Rejection>(verdict(oauth, second_key.sign(claims_of(kIssuer, "alice")))).http_status == 401);
+
+  // An issuer not configured: refused at once, nothing fetched.
+  auto fetches = oauth.key_fetches();
+  auto stranger = oauth.authenticate_cached(TestKey("ES256", "x").sign(claims_of("https://evil.example", "alice")));
+  REQUIRE(stranger.has_value());
+  CHECK(std::get<Rejection>(*stranger).http_status == 401);
+  CHECK(oauth.key_fetches() == fetches);
+
+  CHECK(oauth.metadata_json().find("\"authorization_servers\":[\"" + kIssuer + "\",\"" + second + "\"]") !=
+        std::string::npos);
+}
+
+TEST_CASE("oauth resource: an issuer whose keys cannot be fetched does not hold up another's tokens") {
+  FakeAs as;
+  ManualClock clock;
+  TestKey key("ES256", "k1");
+  as.put(kRfc8414Url, as_metadata());
+  as.put(kJwksUrl, testkit::jwks_of({&key}));
+  const std::string down = "https://down.example";
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  auto inner = as.fetch();
+  // Every fetch from the down AS hangs until the test ends it.
+  OAuthResource::Fetch fetch = [inner, released, down](const std::string& url) -> Result<std::string> {
+    if (url.starts_with(down)) {
+      released.wait();
+      return Error{ErrorCode::io_error, "GET " + url + ": timed out"};
+    }
+    return inner(url);
+  };
+  auto s = settings();
+  s.issuers = {down, kIssuer};
+  auto started = OAuthResource::start(s, fetch, clock.clock());
+  REQUIRE(started.ok());
+  struct Release {
+    std::promise<void>& promise;
+    ~Release() { promise.set_value(); }  // before `started` stops (and joins) its threads
+  } guard{release};
+  CHECK(std::get<Identity>(verdict(**started, key.sign(claims()))) == Identity{"alice", kIssuer});
+}
+
+TEST_CASE("oauth resource: a JWKS with one broken key still serves its good one") {
+  FakeAs as;
+  ManualClock clock;
+  TestKey key("EdDSA", "good");
+  as.put(kRfc8414Url, as_metadata());
+  std::string jwks = testkit::jwks_of({&key});
+  jwks.insert(jwks.find('[') + 1, R"({"kty":"RSA","kid":"broken","n":"*","e":"AQAB"},)");
+  as.put(kJwksUrl, jwks);
+  auto started = OAuthResource::start(settings(), as.fetch(), clock.clock());
+  REQUIRE(started.ok());
+  CHECK(std::get<Identity>(verdict(**started, key.sign(claims()))) == Identity{"alice", kIssuer});
 }
