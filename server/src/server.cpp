@@ -395,7 +395,9 @@ int Server::Impl::start() {
     }
   }
   if (s.oauth) {
-    log::info("oauth", {{"issuer", options.oauth_issuer}, {"metadata", s.oauth->metadata_url()}});
+    std::string issuers;
+    for (const auto& issuer : options.oauth_issuers) issuers += (issuers.empty() ? "" : " ") + issuer;
+    log::info("oauth", {{"issuers", issuers}, {"metadata", s.oauth->metadata_url()}});
   }
   // At the first stop the server drains at once: the listener closes first, so a
   // successor can bind, and idle connections close, so clients reconnect to it.

@@ -80,8 +80,10 @@ void add_serve_oauth_options(CLI::App& cmd, dorm::tools::ServeOptions& serve) {
                  "(one local user; loopback --listen only). Default: tokens with "
                  "--auth-tokens, else none")
       ->check(CLI::IsMember({"tokens", "oauth", "none"}));
-  cmd.add_option("--oauth-issuer", serve.oauth_issuer,
-                 "The OAuth authorization server's issuer URL; its metadata names its keys");
+  cmd.add_option("--oauth-issuer", serve.oauth_issuers,
+                 "An OAuth authorization server's issuer URL, whose metadata names its keys; "
+                 "repeat it to trust several (a token's iss picks whose keys verify it)")
+      ->take_all();
   cmd.add_option("--oauth-audience", serve.oauth_audience,
                  "This server's resource URI, which every token's aud must contain "
                  "(default http://<bound address>/mcp)");
@@ -92,6 +94,27 @@ void add_serve_oauth_options(CLI::App& cmd, dorm::tools::ServeOptions& serve) {
                  "Milliseconds between JWKS fetches caused by unknown key ids")
       ->capture_default_str()
       ->check(CLI::Range(0, 86'400'000));
+  cmd.add_flag("--oauth-accept-plain-jwt", serve.oauth_accept_plain_jwt,
+               "Also accept access tokens whose typ is JWT or absent (Keycloak, Microsoft "
+               "Entra) rather than only RFC 9068's at+jwt; aud still has to name this server");
+  cmd.add_option("--oauth-ca-file", serve.oauth_ca_file,
+                 "PEM file of the CAs the authorization servers' https certificates must chain "
+                 "to, instead of the system's trust store")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--oauth-introspection-url", serve.oauth_introspection_url,
+                 "The authorization server's token introspection endpoint (RFC 7662): opaque "
+                 "(non-JWT) access tokens are checked there; without it they are refused");
+  cmd.add_option("--oauth-client-id", serve.oauth_client_id,
+                 "dorm's client id at the authorization server, for introspection");
+  cmd.add_option("--oauth-client-secret-file", serve.oauth_client_secret_file,
+                 "File holding dorm's client secret at the authorization server, for introspection")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--oauth-introspection-cache-ttl", serve.oauth_introspection_cache_ttl_s,
+                 "Seconds an introspection answer is trusted (an active token's never past its "
+                 "exp); a token revoked at the authorization server is refused after at most "
+                 "this long. 0 asks on every request")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86'400));
   cmd.add_flag("--oauth-allow-http", serve.oauth_allow_http,
                "Fetch the authorization server's metadata and keys over plain http:// from "
                "hosts that are not loopback (loopback is always allowed)");

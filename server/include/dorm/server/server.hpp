@@ -56,13 +56,26 @@ struct ServerOptions {
   // Tokens (same format) that may read GET /metrics from another machine; empty: only
   // loopback callers may (docs/operations.md#metrics).
   std::string metrics_tokens;
-  // --auth oauth (docs/auth.md): the authorization server, this server's resource URI
-  // (empty: http://<bound address>/mcp) and the scopes every token needs.
-  std::string oauth_issuer;
+  // --auth oauth (docs/auth.md): the authorization servers trusted (--oauth-issuer, one
+  // or more), this server's resource URI (empty: http://<bound address>/mcp) and the
+  // scopes every token needs.
+  std::vector<std::string> oauth_issuers;
   std::string oauth_audience;
   std::vector<std::string> oauth_scopes;
   std::int64_t oauth_min_key_refresh_ms = 30'000;
   bool oauth_allow_http = false;
+  // Also accept access tokens typed "JWT" or untyped (Keycloak, Microsoft Entra).
+  bool oauth_accept_plain_jwt = false;
+  // PEM bundle the authorization servers' TLS certificates must chain to; empty: the
+  // system's trust store.
+  std::string oauth_ca_file;
+  // Opaque access tokens are introspected at this endpoint (RFC 7662), as the client
+  // oauth_client_id with the secret read from oauth_client_secret_file; empty: refused.
+  std::string oauth_introspection_url;
+  std::string oauth_client_id;
+  std::string oauth_client_secret_file;
+  // How long an introspection answer is trusted (a revocation takes this long to show).
+  std::int64_t oauth_introspection_cache_ttl_s = 60;
   // Beyond the loopback defaults.
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;
