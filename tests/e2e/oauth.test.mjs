@@ -9,7 +9,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DormProcess, startServe, tempDir } from './lib/dorm_process.mjs';
 import { post, initializeBody, openSession } from './lib/mcp_http.mjs';
-import { AuthorizationServer, CLIENTS, decodeJwt, signingKey } from './lib/oauth_server.mjs';
+import { writeFileSync } from 'node:fs';
+import {
+  AuthorizationServer, CLIENTS, RESOURCE_SERVER_CLIENT, decodeJwt, signingKey,
+} from './lib/oauth_server.mjs';
+import { TestCa } from './lib/test_ca.mjs';
 
 // Every unknown kid may fetch the JWKS again: the rotation below must not wait out an
 // interval (the interval itself is covered by the unit tests, on a virtual clock).
@@ -179,4 +183,108 @@ test('oauth: --auth none is refused off loopback, and --auth oauth needs an issu
     assert.equal(code, 1, args.join(' '));
     assert.match(proc.stderr, /refusing_to_listen|bad_auth_options/);
   }
+});
+
+test('oauth: two authorization servers — tokens of each work, and the same sub from each is someone else', async (t) => {
+  const first = await AuthorizationServer.start(t);
+  const second = await AuthorizationServer.start(t);
+  const { url } = await startOAuthServe(t, first, ['--oauth-issuer', second.issuer]);
+  const metadata = await (await fetch(`${url.origin}/.well-known/oauth-protected-resource/mcp`)).json();
+  assert.deepEqual(metadata.authorization_servers, [first.issuer, second.issuer]);
+
+  const one = await first.token({ resource: url.href });
+  const two = await second.token({ resource: url.href });
+  assert.equal(decodeJwt(one).payload.sub, decodeJwt(two).payload.sub);  // the same client id at both
+  const { client, transport } = await sdkClient(t, url, one);
+  assert.equal((await client.callTool({ name: 'echo', arguments: { text: 'first' } })).content[0].text, 'first');
+  const { client: other } = await sdkClient(t, url, two);
+  assert.equal((await other.callTool({ name: 'echo', arguments: { text: 'second' } })).content[0].text, 'second');
+
+  // The principal is iss + sub: the second AS's token does not open the first one's session.
+  const foreign = await post(url, { jsonrpc: '2.0', id: 7, method: 'tools/list' },
+    { session: transport.sessionId, token: two, version: '2025-11-25' });
+  assert.equal(foreign.res.status, 404, foreign.text);
+});
+
+test('oauth: keys over https are trusted through --oauth-ca-file; an unknown CA or a certificate for another host is not', async (t) => {
+  const ca = new TestCa(tempDir(t));
+  const as = await AuthorizationServer.start(t, { tls: ca.issue('as', ['IP:127.0.0.1']) });
+  const elsewhere = await AuthorizationServer.start(t, { tls: ca.issue('elsewhere', ['DNS:as.example']) });
+  assert.match(as.issuer, /^https:\/\/127\.0\.0\.1:/);
+  const now = Math.floor(Date.now() / 1000);
+  const tokenFor = (server, url) => server.forge({
+    iss: server.issuer, sub: 'svc', aud: url.href, scope: 'mcp', iat: now, exp: now + 300,
+  });
+
+  const trusted = await startOAuthServe(t, as, ['--oauth-ca-file', ca.certFile]);
+  const ok = await post(trusted.url, initializeBody(), { token: await tokenFor(as, trusted.url) });
+  assert.equal(ok.res.status, 200, ok.text);
+  assert.ok(ok.res.headers.get('mcp-session-id'));
+  await trusted.proc.waitForStderr(/oauth_keys_loaded/);
+
+  // The system's trust store does not know the test CA: no keys, so 503 and the reason logged.
+  const untrusted = await startOAuthServe(t, as);
+  const refused = await post(untrusted.url, initializeBody(), { token: await tokenFor(as, untrusted.url) });
+  assert.equal(refused.res.status, 503, refused.text);
+  await untrusted.proc.waitForStderr(/oauth_keys_unavailable.*certificate verify failed/);
+
+  // A certificate of the right CA that names another host.
+  const misnamed = await startOAuthServe(t, elsewhere, ['--oauth-ca-file', ca.certFile]);
+  const wrongHost = await post(misnamed.url, initializeBody(), { token: await tokenFor(elsewhere, misnamed.url) });
+  assert.equal(wrongHost.res.status, 503, wrongHost.text);
+  await misnamed.proc.waitForStderr(/oauth_keys_unavailable.*certificate verify failed/);
+});
+
+test('oauth: opaque tokens are introspected at the AS (RFC 7662): accepted, another audience, unscoped, made up', async (t) => {
+  const as = await AuthorizationServer.start(t, { format: 'opaque' });
+  const secretFile = join(tempDir(t), 'rs-secret');
+  writeFileSync(secretFile, `${RESOURCE_SERVER_CLIENT.secret}\n`);
+  const { url, storage } = await startOAuthServe(t, as, ['--oauth-introspection-url', as.introspectionUrl,
+    '--oauth-client-id', RESOURCE_SERVER_CLIENT.id, '--oauth-client-secret-file', secretFile]);
+  const token = await as.token({ resource: url.href });
+  assert.equal(token.split('.').length, 1, 'an opaque token, not a JWT');
+
+  const { client, transport } = await sdkClient(t, url, token);
+  assert.equal((await client.callTool({ name: 'echo', arguments: { text: 'opaque' } })).content[0].text, 'opaque');
+  // The principal: the client acting for itself (client credentials carry no sub), of this AS.
+  const other = await as.token({ resource: url.href, client: CLIENTS[1] });
+  const foreign = await post(url, { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+    { session: transport.sessionId, token: other, version: '2025-11-25' });
+  assert.equal(foreign.res.status, 404, foreign.text);
+
+  const sessionsBefore = await sessionsInStore(t, storage);
+  const cases = [
+    ['made up', 'definitely-not-a-token', 401],
+    ['for another server', await as.token({ resource: 'http://127.0.0.1:9/elsewhere/mcp' }), 401],
+    ['missing the mcp scope', await as.token({ resource: url.href, scope: 'other' }), 403],
+  ];
+  for (const [what, bad, status] of cases) {
+    const { res, text } = await post(url, initializeBody(), { token: bad });
+    assert.equal(res.status, status, `${what}: ${text}`);
+    assert.equal(res.headers.get('mcp-session-id'), null, what);
+  }
+  assert.equal(await sessionsInStore(t, storage), sessionsBefore);
+});
+
+test('oauth: without an introspection endpoint an opaque token is refused', async (t) => {
+  const as = await AuthorizationServer.start(t, { format: 'opaque' });
+  const { url } = await startOAuthServe(t, as);
+  const { res, text } = await post(url, initializeBody(), { token: await as.token({ resource: url.href }) });
+  assert.equal(res.status, 401, text);
+});
+
+test('oauth: a token revoked at the AS is refused once the remembered answer is older than the TTL', async (t) => {
+  const as = await AuthorizationServer.start(t, { format: 'opaque' });
+  const secretFile = join(tempDir(t), 'rs-secret');
+  writeFileSync(secretFile, RESOURCE_SERVER_CLIENT.secret);
+  const { url } = await startOAuthServe(t, as, ['--oauth-introspection-url', as.introspectionUrl,
+    '--oauth-client-id', RESOURCE_SERVER_CLIENT.id, '--oauth-client-secret-file', secretFile,
+    '--oauth-introspection-cache-ttl', '0']);
+  const token = await as.token({ resource: url.href });
+  const session = await openSession(url, { token });
+  await as.revoke(token);
+  const after = await post(url, { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    { session, token, version: '2025-11-25' });
+  assert.equal(after.res.status, 401, after.text);
+  assert.match(challenge(after.res), /error="invalid_token"/);
 });
