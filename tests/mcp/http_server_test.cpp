@@ -8,8 +8,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <fcntl.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +21,8 @@
 #include <string_view>
 #include <thread>
 
+#include "captured_log.hpp"
+
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
@@ -35,24 +35,7 @@ using dorm::mcp::StreamBody;
 
 namespace {
 
-// Captures the log lines of its lifetime. Declare it before the server whose lines it
-// reads: spdlog's default logger is read without a lock on every log call, so it may only
-// be swapped while no server thread runs (ThreadSanitizer reports the swap otherwise).
-struct CapturedLog {
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
-      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
-  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  CapturedLog() { spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink)); }
-  ~CapturedLog() { spdlog::set_default_logger(previous); }
-  CapturedLog(const CapturedLog&) = delete;
-  CapturedLog& operator=(const CapturedLog&) = delete;
-
-  int count(std::string_view event) const {
-    int n = 0;
-    for (const auto& line : sink->last_formatted()) n += line.find(event) != std::string::npos;
-    return n;
-  }
-};
+using dorm::testing::CapturedLog;
 
 std::unique_ptr<HttpServer> start_on_free_port(HttpServer::Options options = {}) {
   options.listen = {"127.0.0.1", 0};
@@ -549,10 +532,7 @@ TEST_CASE("http server: over max_connections a new connection is answered 503 an
   }
   CHECK(served);
   // Logged, with the limit (at most a line a second, however many are refused).
-  std::vector<std::string> lines;
-  for (const auto& line : log.sink->last_formatted()) {
-    if (line.find("connection_limit") != std::string::npos) lines.push_back(line);
-  }
+  auto lines = log.lines("connection_limit");
   REQUIRE_FALSE(lines.empty());
   CHECK(lines.front().find("limit=2") != std::string::npos);
 }

@@ -1,8 +1,7 @@
 // The virtual clock drives CAF's timers; slow turns are logged.
 #include <doctest/doctest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 
+#include "captured_log.hpp"
 #include "numbered.hpp"
 #include "runtime_fixture.hpp"
 #include "recorder.hpp"
@@ -20,18 +19,7 @@ struct Echo : DurableObject {
 };
 
 // Captures spdlog output for the duration of a test.
-struct CapturedLog {
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
-      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
-  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  CapturedLog() { spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink)); }
-  ~CapturedLog() { spdlog::set_default_logger(previous); }
-  int count(const std::string& needle) {
-    int n = 0;
-    for (auto& line : sink->last_formatted()) n += line.find(needle) != std::string::npos;
-    return n;
-  }
-};
+using dorm::testing::CapturedLog;
 
 }  // namespace
 
