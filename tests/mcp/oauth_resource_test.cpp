@@ -76,6 +76,17 @@ OAuthSettings settings() {
   return s;
 }
 
+// The AS publishes its metadata (RFC 8414) and `jwks`; an OAuthResource with `s` starts
+// on it.
+std::unique_ptr<OAuthResource> start_on(FakeAs& as, ManualClock& clock, const std::string& jwks,
+                                        OAuthSettings s = settings()) {
+  as.put(kRfc8414Url, as_metadata());
+  as.put(kJwksUrl, jwks);
+  auto started = OAuthResource::start(std::move(s), as.fetch(), clock.clock());
+  REQUIRE(started.ok());
+  return std::move(started).value();
+}
+
 // authenticate's answer, waited for with a bound (it may come from the fetch thread).
 AuthVerdict verdict(const OAuthResource& oauth, std::optional<std::string_view> token) {
   auto promise = std::make_shared<std::promise<AuthVerdict>>();
@@ -136,11 +147,8 @@ TEST_CASE("oauth resource: a rotated key is fetched on its first use; made-up ki
   ManualClock clock;
   TestKey old_key("RS256", "old");
   TestKey new_key("RS256", "new");
-  as.put(kRfc8414Url, as_metadata());
-  as.put(kJwksUrl, testkit::jwks_of({&old_key}));
-  auto started = OAuthResource::start(settings(), as.fetch(), clock.clock());
-  REQUIRE(started.ok());
-  auto& oauth = **started;
+  auto started = start_on(as, clock, testkit::jwks_of({&old_key}));
+  auto& oauth = *started;
   REQUIRE(std::holds_alternative<Identity>(verdict(oauth, old_key.sign(claims()))));
   REQUIRE(oauth.key_fetches() == 1);
 
@@ -179,11 +187,8 @@ TEST_CASE("oauth resource: the answers' status and WWW-Authenticate") {
   FakeAs as;
   ManualClock clock;
   TestKey key("EdDSA", "k1");
-  as.put(kRfc8414Url, as_metadata());
-  as.put(kJwksUrl, testkit::jwks_of({&key}));
-  auto started = OAuthResource::start(settings(), as.fetch(), clock.clock());
-  REQUIRE(started.ok());
-  auto& oauth = **started;
+  auto started = start_on(as, clock, testkit::jwks_of({&key}));
+  auto& oauth = *started;
   const std::string metadata = "https://mcp.example/.well-known/oauth-protected-resource/mcp";
   CHECK(oauth.metadata_url() == metadata);
 
@@ -269,11 +274,8 @@ TEST_CASE("oauth resource: a verified token is not verified again until it expir
   FakeAs as;
   ManualClock clock;
   TestKey key("ES256", "k1");
-  as.put(kRfc8414Url, as_metadata());
-  as.put(kJwksUrl, testkit::jwks_of({&key}));
-  auto started = OAuthResource::start(settings(), as.fetch(), clock.clock());
-  REQUIRE(started.ok());
-  auto& oauth = **started;
+  auto started = start_on(as, clock, testkit::jwks_of({&key}));
+  auto& oauth = *started;
   const std::string alice = key.sign(claims("alice"));
   REQUIRE(std::get<Identity>(verdict(oauth, alice)) == Identity{"alice", kIssuer});
   CHECK(oauth.signature_checks() == 1);
@@ -318,15 +320,12 @@ TEST_CASE("oauth resource: with verified_cache 0 every request's token is verifi
   FakeAs as;
   ManualClock clock;
   TestKey key("RS256", "k1");
-  as.put(kRfc8414Url, as_metadata());
-  as.put(kJwksUrl, testkit::jwks_of({&key}));
   auto s = settings();
   s.verified_cache = 0;
-  auto started = OAuthResource::start(s, as.fetch(), clock.clock());
-  REQUIRE(started.ok());
+  auto started = start_on(as, clock, testkit::jwks_of({&key}), s);
   const std::string token = key.sign(claims());
-  for (int i = 0; i < 3; ++i) REQUIRE(std::holds_alternative<Identity>(verdict(**started, token)));
-  CHECK((*started)->signature_checks() == 3);
+  for (int i = 0; i < 3; ++i) REQUIRE(std::holds_alternative<Identity>(verdict(*started, token)));
+  CHECK(started->signature_checks() == 3);
 }
 
 TEST_CASE("oauth resource: several issuers — iss picks the keys; the principal includes it; strangers cost no fetch") {
@@ -401,11 +400,8 @@ TEST_CASE("oauth resource: a JWKS with one broken key still serves its good one"
   FakeAs as;
   ManualClock clock;
   TestKey key("EdDSA", "good");
-  as.put(kRfc8414Url, as_metadata());
   std::string jwks = testkit::jwks_of({&key});
   jwks.insert(jwks.find('[') + 1, R"({"kty":"RSA","kid":"broken","n":"*","e":"AQAB"},)");
-  as.put(kJwksUrl, jwks);
-  auto started = OAuthResource::start(settings(), as.fetch(), clock.clock());
-  REQUIRE(started.ok());
-  CHECK(std::get<Identity>(verdict(**started, key.sign(claims()))) == Identity{"alice", kIssuer});
+  auto started = start_on(as, clock, jwks);
+  CHECK(std::get<Identity>(verdict(*started, key.sign(claims()))) == Identity{"alice", kIssuer});
 }
