@@ -36,19 +36,28 @@ bool ObjectCache::relative_bounds(const storage::ScanOptions::Bounds& bounds, st
   return end && *bounds.upper == *end;
 }
 
-bool ObjectCache::uncached(std::string_view key) const {
-  if (!uncached_) return false;
-  return std::any_of(uncached_->begin(), uncached_->end(),
-                     [key](const std::string& prefix) { return key.starts_with(prefix); });
+UncachedPrefixes::UncachedPrefixes(std::vector<std::string> prefixes) {
+  for (auto& prefix : prefixes) {
+    auto end = storage::ScanOptions::prefix_successor(prefix);
+    ranges_.push_back({std::move(prefix), std::move(end)});
+  }
 }
 
-bool ObjectCache::reaches_uncached(const std::string& lower, const End& upper) const {
-  if (!uncached_) return false;
-  return std::any_of(uncached_->begin(), uncached_->end(), [&](const std::string& prefix) {
-    // [prefix, its successor) and [lower, upper) overlap.
-    auto end = storage::ScanOptions::prefix_successor(prefix);
-    return (!end || lower < *end) && (!upper || prefix < *upper);
+bool UncachedPrefixes::holds(std::string_view key) const {
+  return std::any_of(ranges_.begin(), ranges_.end(), [key](const Range& r) { return key.starts_with(r.prefix); });
+}
+
+bool UncachedPrefixes::reached_by(const std::string& lower, const std::optional<std::string>& upper) const {
+  // [prefix, end) and [lower, upper) overlap.
+  return std::any_of(ranges_.begin(), ranges_.end(), [&](const Range& r) {
+    return (!r.end || lower < *r.end) && (!upper || r.prefix < *upper);
   });
+}
+
+bool ObjectCache::uncached(std::string_view key) const { return uncached_ && uncached_->holds(key); }
+
+bool ObjectCache::reaches_uncached(const std::string& lower, const End& upper) const {
+  return uncached_ && uncached_->reached_by(lower, upper);
 }
 
 // ---- reads ----

@@ -47,6 +47,27 @@
 
 namespace dorm {
 
+// The key prefixes a cache leaves to the store (NamespaceOptions::uncached_prefixes, as keys
+// relative to the object's prefix), each with the end of its range, worked out once per
+// namespace rather than at every listing. Immutable; shared by every object of a namespace.
+class UncachedPrefixes {
+ public:
+  UncachedPrefixes() = default;
+  explicit UncachedPrefixes(std::vector<std::string> prefixes);
+
+  // Whether `key` lies under one of them.
+  bool holds(std::string_view key) const;
+  // Whether [lower, upper) (upper nullopt: to the end) overlaps one of them.
+  bool reached_by(const std::string& lower, const std::optional<std::string>& upper) const;
+
+ private:
+  struct Range {
+    std::string prefix;
+    std::optional<std::string> end;  // the prefix's successor; nullopt: all 0xff, no end
+  };
+  std::vector<Range> ranges_;
+};
+
 class ObjectCache {
  public:
   // Bookkeeping estimates per entry and per range (a std::map node with its key and an
@@ -61,7 +82,7 @@ class ObjectCache {
   // Caches the keys beginning with `root` (every key when empty) of `backend`, except those
   // beginning with root + one of `uncached` (which must outlive the cache; null: none).
   ObjectCache(storage::Backend& backend, std::string root, std::size_t max_bytes,
-              const std::vector<std::string>* uncached = nullptr)
+              const UncachedPrefixes* uncached = nullptr)
       : backend_(backend), root_(std::move(root)), max_bytes_(max_bytes), uncached_(uncached) {}
 
   // As Backend::get and Backend::scan, answered from memory where the cache can.
@@ -119,7 +140,7 @@ class ObjectCache {
   storage::Backend& backend_;
   std::string root_;
   std::size_t max_bytes_;
-  const std::vector<std::string>* uncached_;  // relative to root_
+  const UncachedPrefixes* uncached_;  // relative to root_
   std::size_t bytes_ = 0;
   std::uint64_t clock_ = 0;  // stamps Slot::used
   bool prefetched_ = false;

@@ -25,7 +25,7 @@ ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime::Impl* impl,
                        std::shared_ptr<Activation> activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
                        const NamespaceOptions& ns_options,
-                       const std::vector<std::string>* cache_uncached,
+                       const UncachedPrefixes* cache_uncached,
                        std::optional<trace::TraceContext> cause)
     : caf::event_based_actor(cfg),
       impl_(impl),

@@ -19,7 +19,7 @@ Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
 
 ObjectStorage::ObjectStorage(storage::Backend& backend, const StorageLimits& limits,
                              const ObjectId& id, Epoch epoch, std::size_t cache_bytes,
-                             const std::vector<std::string>* uncached)
+                             const UncachedPrefixes* uncached)
     : backend_(backend),
       limits_(limits),
       id_(id),

@@ -50,7 +50,7 @@ class ObjectStorage {
   // outlive this; null: none).
   ObjectStorage(storage::Backend& backend, const StorageLimits& limits, const ObjectId& id,
                 Epoch epoch, std::size_t cache_bytes,
-                const std::vector<std::string>* uncached = nullptr);
+                const UncachedPrefixes* uncached = nullptr);
   ~ObjectStorage();
   ObjectStorage(const ObjectStorage&) = delete;
   ObjectStorage& operator=(const ObjectStorage&) = delete;
@@ -126,7 +126,7 @@ class ObjectStorage {
   const ObjectId& id_;
   Epoch epoch_;
   std::size_t cache_bytes_;
-  const std::vector<std::string>* uncached_;
+  const UncachedPrefixes* uncached_;
   std::unique_ptr<ObjectCache> cache_;  // the committed state of the keys under root()
   std::unique_ptr<TurnScratch> turn_;   // during a turn only
   std::uint64_t alarm_sequence_ = 0;

@@ -265,7 +265,7 @@ Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory fact
   std::unique_lock lock(impl_->namespaces_mutex);
   if (!impl_->namespaces
            .emplace(std::string(ns),
-                    Impl::Namespace{std::move(factory), options, std::move(cache_uncached)})
+                    Impl::Namespace{std::move(factory), options, UncachedPrefixes(std::move(cache_uncached))})
            .second) {
     return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
   }

@@ -20,6 +20,7 @@
 
 #include "alarm_records.hpp"
 #include "directory.hpp"
+#include "object_cache.hpp"
 #include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/fenced_backend.hpp"
@@ -161,7 +162,7 @@ struct Runtime::Impl {
     ObjectFactory factory;
     NamespaceOptions options;
     // options.uncached_prefixes as the storage cache sees them (under the object's data).
-    std::vector<std::string> cache_uncached;
+    UncachedPrefixes cache_uncached;
     std::unique_ptr<NamespaceCounters> counters = std::make_unique<NamespaceCounters>();
   };
   std::map<std::string, Namespace, std::less<>> namespaces;

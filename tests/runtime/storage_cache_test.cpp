@@ -246,7 +246,7 @@ TEST_CASE("storage cache: keys under an uncached prefix are read from the store 
 
 TEST_CASE("storage cache: writes under an uncached prefix leave the cache's size unchanged") {
   storage::MemoryBackend backend;
-  const std::vector<std::string> uncached = {"e/"};
+  const dorm::UncachedPrefixes uncached({"e/"});
   ObjectCache cache(backend, "o/", 1024 * 1024, &uncached);
   storage::WriteBatch first;
   first.put("o/k", "v");
@@ -377,4 +377,24 @@ TEST_CASE("storage cache: over random turns, failed commits, resets and eviction
     CHECK(evictions > 10);
     for (const auto& h : {reference, subjects[0], subjects[1], subjects[2]}) f.run(h, {"e"});
   }
+}
+
+TEST_CASE("storage cache: uncached prefixes — which keys they hold and which ranges reach them") {
+  const dorm::UncachedPrefixes none;
+  CHECK_FALSE(none.holds("e/x"));
+  CHECK_FALSE(none.reached_by("", std::nullopt));
+  const dorm::UncachedPrefixes prefixes({"e/", std::string("\xff\xff", 2)});
+  CHECK(prefixes.holds("e/"));
+  CHECK(prefixes.holds("e/x"));
+  CHECK_FALSE(prefixes.holds("e"));
+  CHECK_FALSE(prefixes.holds("f/"));
+  CHECK(prefixes.holds(std::string("\xff\xff\x01", 3)));
+  // [lower, upper) against [e/, e0): overlapping, touching, disjoint.
+  CHECK(prefixes.reached_by("a", std::string("e/a")));
+  CHECK(prefixes.reached_by("e/z", std::string("f")));
+  CHECK_FALSE(prefixes.reached_by("a", std::string("e/")));  // ends where it begins
+  CHECK_FALSE(prefixes.reached_by("e0", std::string("f")));  // begins at its end
+  // The all-0xff prefix has no successor: every range from below it to the end reaches it.
+  CHECK(prefixes.reached_by("g", std::nullopt));
+  CHECK_FALSE(prefixes.reached_by("g", std::string("h")));
 }
