@@ -305,17 +305,35 @@ struct IssuerKeys {
 }  // namespace
 
 struct OAuthResource::State {
-  explicit State(OAuthSettings s) : settings(std::move(s)), verified(settings.verified_cache) {}
+  explicit State(OAuthSettings s) : settings(std::move(s)), verified(settings.verified_cache) {
+    if (!settings.resource.empty()) audience = make_audience(settings.resource);
+  }
 
-  OAuthSettings settings;  // `resource` is guarded by mutex (set_resource)
-  mutable std::mutex mutex;
+  // Where this server is: its resource URI and the metadata URL made from it. Replaced
+  // whole by set_resource, so a request reads both with one pointer copy.
+  struct Audience {
+    std::string resource;
+    std::string metadata_url;
+  };
+  static std::shared_ptr<const Audience> make_audience(const std::string& resource) {
+    return std::make_shared<const Audience>(Audience{resource, protected_resource_metadata_url(resource)});
+  }
+
+  // Every field but `resource` is fixed once started and read without the lock; the
+  // resource is `audience`'s.
+  OAuthSettings settings;
+  mutable std::mutex mutex;  // guards `audience` and settings.resource
+  std::shared_ptr<const Audience> audience;  // null until the resource is known
   std::vector<std::unique_ptr<IssuerKeys>> issuers;  // as settings.issuers; fixed after start
   mutable detail::TokenMemo<Verified> verified;
   std::unique_ptr<TokenIntrospector> introspector;  // with settings.introspection
   mutable std::atomic<std::size_t> signature_checks{0};
   Clock clock;
 
-  std::string metadata_url_locked() const { return protected_resource_metadata_url(settings.resource); }
+  std::shared_ptr<const Audience> current_audience() const {
+    std::lock_guard lock(mutex);
+    return audience;
+  }
 
   // The issuer a token names, by index; nullopt when it names none we trust.
   std::optional<std::size_t> issuer_of(std::string_view token) const {
@@ -336,12 +354,23 @@ struct OAuthResource::State {
   // What the cached keys (or remembered introspection answers) say; nullopt when only
   // newer keys or an introspection could decide (`final` false), and `*wait` says which.
   std::optional<AuthVerdict> decide(std::optional<std::string_view> token, bool final, Wait* wait = nullptr) const {
-    std::unique_lock lock(mutex);
-    const std::string url = metadata_url_locked();
-    if (settings.resource.empty()) return unavailable("the server is starting");
+    auto where = current_audience();
+    if (!where) return unavailable("the server is starting");
+    const std::string& url = where->metadata_url;
     if (!token) return invalid_bearer(url, std::nullopt);
-    TokenRules rules{"", settings.resource, settings.scopes, settings.skew, settings.accept_plain_jwt};
-    lock.unlock();
+    auto now = clock();
+    const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+
+    // A token seen before costs a hash and a lookup: nothing of it is decoded again.
+    auto digest = detail::token_digest(*token);
+    if (auto hit = verified.find(digest, now_s)) {
+      IssuerKeys& as = *issuers[hit->issuer];
+      auto keys = as.snapshot(now);
+      if (hit->keys_version == keys.version) {
+        if (keys.stale) as.request_refresh();
+        return hit->who;
+      }
+    }
 
     auto which = issuer_of(*token);
     if (!which) {
@@ -359,15 +388,7 @@ struct OAuthResource::State {
                                      : "the token is not a JWT (three base64url parts)");
     }
     IssuerKeys& as = *issuers[*which];
-    rules.issuer = as.issuer;
-    auto now = clock();
-    const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     auto keys = as.snapshot(now);
-    auto digest = detail::token_digest(*token);
-    if (auto hit = verified.find(digest, now_s); hit && hit->issuer == *which && hit->keys_version == keys.version) {
-      if (keys.stale) as.request_refresh();
-      return hit->who;
-    }
 
     if (!keys.keys) {
       if (!final && keys.can_refresh && wait) {
@@ -377,6 +398,7 @@ struct OAuthResource::State {
       return unavailable("the authorization server's keys could not be fetched");
     }
     ++signature_checks;
+    TokenRules rules{as.issuer, where->resource, settings.scopes, settings.skew, settings.accept_plain_jwt};
     auto checked = check_access_token(*token, *keys.keys, rules, now);
     if (auto* claims = std::get_if<AccessClaims>(&checked)) {
       if (keys.stale) as.request_refresh();
@@ -398,10 +420,10 @@ struct OAuthResource::State {
 
   // The answer to an opaque token, from what the AS's introspection said about it.
   AuthVerdict verdict_of(const IntrospectedToken& token) const {
-    std::unique_lock lock(mutex);
-    const std::string url = metadata_url_locked();
-    IntrospectionRules rules{settings.issuers, settings.resource, settings.scopes, settings.skew};
-    lock.unlock();
+    auto where = current_audience();
+    if (!where) return unavailable("the server is starting");
+    const std::string& url = where->metadata_url;
+    IntrospectionRules rules{settings.issuers, where->resource, settings.scopes, settings.skew};
     auto checked = check_introspected(token, rules, clock());
     if (auto* claims = std::get_if<AccessClaims>(&checked)) {
       return Identity{std::move(claims->subject), std::move(claims->issuer)};
@@ -466,8 +488,10 @@ void OAuthResource::stop() {
 
 Result<void> OAuthResource::set_resource(std::string resource) {
   if (auto ok = check_url("--oauth-audience", resource); !ok) return ok.error();
+  auto audience = State::make_audience(resource);
   std::lock_guard lock(state_->mutex);
   state_->settings.resource = std::move(resource);
+  state_->audience = std::move(audience);
   return {};
 }
 
@@ -526,8 +550,8 @@ std::string OAuthResource::metadata_json() const {
 }
 
 std::string OAuthResource::metadata_url() const {
-  std::lock_guard lock(state_->mutex);
-  return state_->metadata_url_locked();
+  auto where = state_->current_audience();
+  return where ? where->metadata_url : std::string();
 }
 
 bool OAuthResource::is_metadata_path(std::string_view path) const {
