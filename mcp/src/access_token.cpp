@@ -378,6 +378,10 @@ std::optional<std::string> base64url_decode(std::string_view text) {
                           static_cast<int>(standard.size()));
   if (n < 0) return std::nullopt;
   out.resize(static_cast<std::size_t>(n) - padding);
+  // The last character of an unpadded text carries a few bits that belong to no byte;
+  // RFC 4648 section 3.5 lets a decoder refuse them when they are not zero. Refusing keeps
+  // one encoding per value, so a signature cannot be spelled two ways.
+  if (base64url_encode(out) != text) return std::nullopt;
   return out;
 }
 
