@@ -400,6 +400,7 @@ Result<void> register_fixtures(const FixtureTargets& into, std::string_view name
   if (name == "conformance") {
     if (auto ok = into.tools.add(test_reconnection()); !ok) return ok;
     if (auto ok = register_conformance_tools(into.tools); !ok) return ok;
+    if (auto ok = register_modern_conformance_tools(into.tools); !ok) return ok;
     if (auto ok = register_conformance_resources(into.resources); !ok) return ok;
     return register_conformance_prompts(into.prompts);
   }

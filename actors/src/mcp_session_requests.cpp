@@ -13,6 +13,7 @@
 
 #include "mcp_session_internal.hpp"
 
+#include "dorm/mcp/modern.hpp"
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::actors {
@@ -23,44 +24,11 @@ namespace {
 
 Error refuse(std::string message) { return Error{ErrorCode::invalid_argument, std::move(message)}; }
 
-// The elicitation mode of an elicitation/create's params: "form" unless it says "url".
-std::string elicitation_mode(std::string_view params_json) {
-  rapidjson::Document params;
-  params.Parse(params_json.data(), params_json.size());
-  if (params.HasParseError() || !params.IsObject()) return "form";
-  const rapidjson::Value* mode = member(params, "mode");
-  return mode && mode->IsString() ? mode->GetString() : "form";
-}
-
 }  // namespace
 
 Result<void> McpSession::client_accepts(std::string_view method, std::string_view params_json) const {
-  if (method == "ping") return {};
-  const char* capability = method == "elicitation/create"      ? "elicitation"
-                           : method == "sampling/createMessage" ? "sampling"
-                           : method == "roots/list"            ? "roots"
-                                                               : nullptr;
-  if (!capability) {
-    return refuse("a tool may send the client elicitation/create, sampling/createMessage, "
-                  "roots/list or ping, not " + std::string(method));
-  }
-  rapidjson::Document capabilities;
-  const std::string& declared_json = meta_->client_capabilities;
-  capabilities.Parse(declared_json.empty() ? "{}" : declared_json.c_str());
-  const rapidjson::Value* declared = member(capabilities, capability);
-  if (!declared || !declared->IsObject()) {
-    return refuse("the client did not declare the " + std::string(capability) +
-                  " capability in initialize, so it cannot be sent " + std::string(method));
-  }
-  if (method == "elicitation/create") {
-    // 2025-11-25: `elicitation: {}` means form mode only; `form` and `url` name the modes.
-    std::string mode = elicitation_mode(params_json);
-    bool form = declared->ObjectEmpty() || member(*declared, "form");
-    bool url = member(*declared, "url") != nullptr;
-    if ((mode == "form" && !form) || (mode == "url" && !url) || (mode != "form" && mode != "url")) {
-      return refuse("the client does not support elicitation mode \"" + mode + "\"");
-    }
-  }
+  auto refusal = mcp::refuse_client_request(method, params_json, meta_->client_capabilities, "in initialize");
+  if (refusal) return refuse(std::move(refusal->message));
   return {};
 }
 

@@ -2,6 +2,7 @@
 
 #include <boost/url/parse.hpp>
 #include <boost/url/parse_query.hpp>
+#include <rapidjson/document.h>
 
 #include <memory>
 #include <variant>
@@ -147,6 +148,12 @@ void McpEndpoint::serve(HttpRequest request, std::optional<Identity> authenticat
                          parsed->messages[0].method == "initialize";
     }
   }
+  if (options_.modern && !facts.session_id) {
+    const ParsedBody* parsed = body ? std::get_if<ParsedBody>(&*body) : nullptr;
+    if (is_modern(facts.protocol_version, parsed)) {
+      return serve_modern(request, facts, std::move(body), std::move(authenticated), std::move(respond));
+    }
+  }
   auto checked = check_request(facts, options_.policy);
   if (auto* rejection = std::get_if<Rejection>(&checked)) return respond(to_response(*rejection));
 
@@ -185,6 +192,86 @@ void McpEndpoint::serve(HttpRequest request, std::optional<Identity> authenticat
   }
   call.session_id = std::string(*facts.session_id);
   call_session(std::move(call), request, std::move(respond));
+}
+
+void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
+                               std::optional<std::variant<ParsedBody, ParseFailure>> body,
+                               std::optional<Identity> authenticated, Respond respond) const {
+  // Who is calling and from where first, as for every request.
+  auto caller = check_caller(facts, options_.policy);
+  if (auto* rejection = std::get_if<Rejection>(&caller)) return respond(to_response(*rejection));
+  if (request.method != "POST") {
+    // The revision has no GET stream and no session to DELETE.
+    return respond(HttpResponse{405,
+                                {{"Allow", "POST"}, {"Content-Type", "application/json"}},
+                                error_response(std::nullopt, kTransportError,
+                                               "MCP 2026-07-28 takes POST only: it has no GET stream "
+                                               "and no session to delete")});
+  }
+  // Accept and Content-Type; the revision's own checks below read MCP-Protocol-Version.
+  RequestFacts media = facts;
+  media.protocol_version.reset();
+  auto checked = check_request(media, options_.policy);
+  if (auto* rejection = std::get_if<Rejection>(&checked)) return respond(to_response(*rejection));
+  if (auto* failure = std::get_if<ParseFailure>(&*body)) {
+    return respond(to_response(Rejection::invalid_body(*failure)));
+  }
+  ModernHeaders headers{request.header("mcp-protocol-version"), request.header("mcp-method"),
+                        request.header("mcp-name")};
+  auto modern = check_modern(headers, std::get<ParsedBody>(std::move(*body)));
+  if (auto* rejection = std::get_if<Rejection>(&modern)) return respond(to_response(*rejection));
+  auto& req = std::get<ModernRequest>(modern);
+  if (req.message.kind == Message::Kind::notification) return respond(HttpResponse{202, {}, {}});
+  if (auto answer = answer_stateless(req, *options_.modern)) {
+    return respond(HttpResponse{answer->http_status, {{"Content-Type", "application/json"}},
+                                std::move(answer->body)});
+  }
+  ModernCall call;
+  call.caller = authenticated ? std::move(*authenticated) : std::get<Identity>(std::move(caller));
+  // A request sent again with a requestState goes to the object that issued it; one that
+  // is not of our format names no object (a tampered or made-up state).
+  std::optional<std::string> state_text;
+  {
+    rapidjson::Document params;
+    params.Parse(req.message.params.empty() ? "{}" : req.message.params.c_str());
+    if (params.IsObject() && params.HasMember("requestState")) {
+      const auto& state = params["requestState"];
+      if (!state.IsString()) {
+        return respond(to_response(modern_error(400, req.message.id, kInvalidParams,
+                                                "params.requestState must be a string")));
+      }
+      state_text = std::string(state.GetString(), state.GetStringLength());
+    }
+  }
+  if (state_text) {
+    auto state = decode_request_state(*state_text);
+    if (!state) {
+      return respond(to_response(modern_error(400, req.message.id, kInvalidParams,
+                                              "params.requestState is not one this server issued",
+                                              {}, "request_state_invalid")));
+    }
+    call.handle = std::move(state->handle);
+    call.round = state->round;
+    call.secret = std::move(state->secret);
+  } else {
+    auto minted = new_session_id();
+    if (!minted) return respond(json_error(500, kInternalError, minted.error().message));
+    call.handle = std::move(*minted);
+  }
+  call.request = std::move(req);
+  std::optional<trace::TraceContext> trace;
+  if (auto header = request.header("traceparent")) trace = trace::TraceContext::from_traceparent(*header);
+  auto id = runtime_.id_from_name(options_.request_namespace, call.handle);
+  auto handle = runtime_.get(id);
+  if (!handle) return respond(json_error(500, kInternalError, handle.error().message));
+  auto responder = std::make_shared<Responder>(std::move(respond));
+  call.responder = responder;
+  runtime_.deliver(
+      *handle, caf::make_message(std::move(call)),
+      [responder](caf::expected<caf::message> reply) {
+        if (!reply) responder->respond(to_response(reply.error()));
+      },
+      trace);
 }
 
 void McpEndpoint::call_session(SessionCall call, const HttpRequest& request,

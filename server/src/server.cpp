@@ -15,6 +15,7 @@
 #include "dorm/actors/approval_page.hpp"
 #include "dorm/actors/boot_reaper.hpp"
 #include "dorm/actors/code_mode.hpp"
+#include "dorm/actors/mcp_request.hpp"
 #include "dorm/actors/fixtures.hpp"
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/actors/server_metrics.hpp"
@@ -280,6 +281,10 @@ struct Server::Impl::Startup {
   std::unique_ptr<mcp::AuthTokens> metrics_tokens;
   std::unique_ptr<mcp::OAuthResource> oauth;
   mcp::McpEndpoint::Options endpoint_options;
+  // The 2026-07-28 revision (--modern-era): what its answers say and the request objects'
+  // options; both outlive the runtime.
+  mcp::ModernServer modern;
+  actors::McpRequestOptions requests;
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
   // GET /metrics (docs/operations.md#metrics), answered on the I/O threads from the bind
   // on: declared before the server, so it outlives the threads that scrape it.
@@ -472,6 +477,17 @@ int Server::Impl::serve_bound(Startup& s) {
   if (auto ok = actors::register_mcp_session(runtime, sessions); !ok) {
     log::error("runtime_start_failed", {{"error", ok.error().describe()}});
     return 1;
+  }
+  if (options.modern_era) {
+    s.modern = mcp::ModernServer{options.name, options.version, &tools, &resources, &prompts,
+                                 options.tools_page_size};
+    s.requests.server = &s.modern;
+    if (auto ok = actors::register_mcp_request(runtime, s.requests); !ok) {
+      log::error("runtime_start_failed", {{"error", ok.error().describe()}});
+      return 1;
+    }
+    s.endpoint_options.modern = &s.modern;
+    s.endpoint_options.request_namespace = std::string(actors::kMcpRequestNamespace);
   }
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});

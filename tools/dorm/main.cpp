@@ -190,6 +190,9 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
 
 // Code mode: the engine pool and how long paused executions wait.
 void add_serve_code_mode_options(CLI::App& cmd, dorm::tools::ServeOptions& serve) {
+  cmd.add_flag("--modern-era", serve.modern_era,
+               "Also serve MCP 2026-07-28 (stateless requests, server/discover, input_required) "
+               "beside 2025-11-25 on the same endpoint (docs/mcp.md)");
   cmd.add_flag(
       "--code-mode", serve.code_mode,
       "Offer the execute and resume tools: model-written JavaScript run against the tools in "

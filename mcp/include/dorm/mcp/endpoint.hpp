@@ -20,6 +20,7 @@
 #include <string>
 
 #include "dorm/mcp/http_server.hpp"
+#include "dorm/mcp/modern.hpp"
 #include "dorm/mcp/oauth_resource.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/session_call.hpp"
@@ -37,6 +38,13 @@ class McpEndpoint {
     const OAuthResource* oauth = nullptr;
     // The namespace whose objects are sessions (registered by the caller).
     std::string session_namespace = "mcp-session";
+    // The 2026-07-28 revision beside the 2025 ones (modern.hpp), or null: requests
+    // without a session are then legacy only (a probing modern client gets the 400 that
+    // sends it back to initialize). Not owned; must outlive the endpoint.
+    const ModernServer* modern = nullptr;
+    // The namespace of the objects that serve modern requests needing a turn (registered
+    // by the caller when `modern` is set).
+    std::string request_namespace = "mcp-request";
   };
 
   // `runtime` must outlive the endpoint and have `options.session_namespace` registered.
@@ -56,6 +64,11 @@ class McpEndpoint {
   void serve(HttpRequest request, std::optional<Identity> authenticated, Respond respond) const;
   // Sends `call` to its session's object; the object's answer goes to `respond`.
   void call_session(SessionCall call, const HttpRequest& request, Respond respond) const;
+  // A request of the 2026-07-28 revision (modern.hpp): checked, then answered here or by
+  // the request object its tools/call, prompts/get or resources/read needs.
+  void serve_modern(const HttpRequest& request, RequestFacts facts,
+                    std::optional<std::variant<ParsedBody, ParseFailure>> body,
+                    std::optional<Identity> authenticated, Respond respond) const;
   Runtime& runtime_;
   Options options_;
   std::atomic<bool> draining_{false};

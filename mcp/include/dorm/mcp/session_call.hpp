@@ -14,6 +14,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/http_server.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
+#include "dorm/mcp/modern.hpp"
 
 namespace dorm::mcp {
 
@@ -62,6 +64,22 @@ struct SessionCall {
   std::shared_ptr<Responder> responder;
 };
 
+// A request of the 2026-07-28 revision that needs a turn (tools/call, prompts/get,
+// resources/read), for the durable object that serves it (actors/mcp_request.hpp). Each
+// such request has an object of its own, named by `handle`: a fresh one, or, for a
+// request sent again with a `requestState`, the one that issued that state.
+struct ModernCall {
+  ModernRequest request;
+  Identity caller;
+  // The object's name: 32 hex digits.
+  std::string handle;
+  // The requestState the request carried, decoded (empty: none): the round and the
+  // secret the object checks against its record.
+  std::uint32_t round = 0;
+  std::string secret;
+  std::shared_ptr<Responder> responder;
+};
+
 inline constexpr const char* kEventStream = "text/event-stream";
 
 // Activates a session without a request: its on_start (and so its reaper) runs, and it
@@ -84,6 +102,7 @@ struct ResourceUpdated {
 }  // namespace dorm::mcp
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionCall)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::ModernCall)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::HttpResponse)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionWake)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::mcp::SessionDrain)

@@ -107,6 +107,17 @@ class ToolContext {
   // waiting call is reaped like any other, and the client's late answer is dropped.
   virtual Result<void> request(std::string_view method, std::string_view params_json,
                                ClientReplyHandler on_reply) = 0;
+  // As request(), naming the request `key` (1 to 64 of [A-Za-z0-9_.-], unique within the
+  // call). In the 2026-07-28 revision a tool asks for input through its call's result
+  // (`input_required`, its `inputRequests` keyed this way) and the client's answer comes
+  // back under the same key when it sends the call again; request() there names its
+  // requests input-1, input-2, … in the order made. Sessions of the 2025 revisions send
+  // the request as request() does, and the key plays no part.
+  virtual Result<void> ask(std::string_view key, std::string_view method, std::string_view params_json,
+                           ClientReplyHandler on_reply) {
+    (void)key;
+    return request(method, params_json, std::move(on_reply));
+  }
   // Says the resource `uri` changed: every session subscribed to it (this one included)
   // sends its client notifications/resources/updated, once this turn commits.
   virtual void resource_updated(std::string_view uri) = 0;

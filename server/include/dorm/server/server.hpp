@@ -107,6 +107,9 @@ struct ServerOptions {
   // Wake the sessions holding in-flight records before turning ready (--no-reap-at-boot).
   bool reap_at_boot = true;
   bool priming = true;
+  // MCP 2026-07-28 (stateless requests, input_required) beside the 2025 revisions on the
+  // same endpoint (--modern-era; docs/mcp.md, "Two eras on one endpoint").
+  bool modern_era = false;
   // Code mode: the execute and resume tools, run by a pool of sandboxed engine workers.
   bool code_mode = false;
   unsigned engine_workers = 0;  // 0: one per core

@@ -1,0 +1,175 @@
+// The 2026-07-28 revision of MCP ("modern" era) on dorm's one `/mcp` endpoint, beside the
+// 2025 revisions ("legacy" era, sessions).
+//
+// A modern request carries everything the server needs to answer it: its revision and the
+// client's capabilities travel in `params._meta` of every request, there is no
+// `initialize`, no session id and no GET stream. This file holds the parts that need no
+// runtime: telling the eras apart, checking a modern POST (its `_meta`, its revision and
+// the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers, in the order the revision's
+// errors need), the answers of the methods that need no state (`server/discover` and the
+// lists), and the result envelope every modern result gets (`resultType`, the caching
+// hints, the server's identity in `_meta`).
+//
+// Which era a request belongs to (docs/mcp.md, "Two eras on one endpoint"): a request
+// naming a session (MCP-Session-Id) is legacy. A POST without one is modern when its
+// MCP-Protocol-Version header names a revision that is not a legacy one, or, without the
+// header, when its request carries `params._meta["io.modelcontextprotocol/protocolVersion"]`.
+// Anything else without a session is legacy (`initialize`, or the 400 that sends a probing
+// client back to `initialize`).
+//
+// Checks, in order, each answering 400 with the request's id echoed:
+//   -32600  a batch, or a response (the modern era has neither)
+//   -32602  params._meta missing, or its protocolVersion (a string) or clientCapabilities
+//           (an object) missing; a clientInfo that is not an object; a logLevel that is
+//           not an MCP log level
+//   -32020  MCP-Protocol-Version missing, or not equal to _meta's protocolVersion
+//   -32022  the revision is not one dorm speaks (data: supported, requested)
+//   -32020  Mcp-Method missing or not the body's method; Mcp-Name missing or not the
+//           body's params.name (tools/call, prompts/get) or params.uri (resources/read)
+// Header values are compared after trimming spaces and tabs (RFC 9110 §5.5); a value of
+// the form `=?base64?…?=` is decoded first, and one holding a control character is refused.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "dorm/mcp/jsonrpc.hpp"
+#include "dorm/mcp/request_checks.hpp"
+
+namespace dorm::mcp {
+
+class ToolRegistry;
+class ResourceRegistry;
+class PromptRegistry;
+
+inline constexpr std::string_view kModernProtocolVersion = "2026-07-28";
+
+// The error codes the modern era adds (MCP 2026-07-28, "Error Codes").
+inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kMissingRequiredClientCapability = -32021;
+inline constexpr int kUnsupportedProtocolVersion = -32022;
+
+// The reserved `_meta` keys of the modern era.
+inline constexpr const char* kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kMetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
+inline constexpr const char* kMetaLogLevel = "io.modelcontextprotocol/logLevel";
+inline constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+
+// The headers check_modern reads, nullopt when absent (several lines joined with ", ").
+struct ModernHeaders {
+  std::optional<std::string_view> protocol_version;  // MCP-Protocol-Version
+  std::optional<std::string_view> method;            // Mcp-Method
+  std::optional<std::string_view> name;              // Mcp-Name
+};
+
+// True when a request without a session belongs to the modern era (see the top of the
+// file). `body` is null for a GET or DELETE, or for a POST whose body did not parse.
+bool is_modern(std::optional<std::string_view> protocol_header, const ParsedBody* body);
+
+// A modern request that passed check_modern.
+struct ModernRequest {
+  Message message;  // a request (kind request) or a notification
+  std::string protocol_version;
+  std::string client_capabilities;  // a JSON object, compact
+  std::string client_info;          // a JSON object, compact; empty when not sent
+  std::string log_level;            // empty: the client asked for no log messages
+  // params._meta.progressToken as compact JSON, empty when none was sent.
+  std::string progress_token;
+};
+
+// Checks a modern POST (the order at the top of this file). A notification passes too
+// (with nothing to check but its envelope).
+std::variant<ModernRequest, Rejection> check_modern(const ModernHeaders& headers, ParsedBody body);
+
+// A header value as the client meant it: OWS trimmed, `=?base64?…?=` decoded; nullopt when
+// the sentinel's base64 or the decoded text is malformed, or the value holds a control
+// character.
+std::optional<std::string> decode_header_value(std::string_view raw);
+
+// Whether the client declared `capability` (a top-level member of ClientCapabilities,
+// e.g. "elicitation", "sampling", "roots") in `client_capabilities_json`.
+bool declares_capability(std::string_view client_capabilities_json, std::string_view capability);
+
+// Why a tool may not send its client `method` (elicitation/create, sampling/createMessage,
+// roots/list, ping) with `params_json`, given the ClientCapabilities the client declared
+// (`client_capabilities_json`; `where` says where it declared them, for the message):
+// nullopt when it may. Both eras ask this before a tool's request goes out.
+struct ClientRequestRefusal {
+  std::string capability;  // the capability missing; empty when the method is not one a tool may send
+  std::string message;
+};
+std::optional<ClientRequestRefusal> refuse_client_request(std::string_view method,
+                                                          std::string_view params_json,
+                                                          std::string_view client_capabilities_json,
+                                                          std::string_view where);
+
+// An error response for a modern request, ready to send: the JSON-RPC error with the
+// request's id and the HTTP status the revision gives it (400 for -32020..-32022 and
+// -32602 on `_meta`; 404 for -32601; 200 otherwise, the error being the request's answer).
+Rejection modern_error(int http_status, const std::optional<RequestId>& id, int code,
+                       std::string_view message, std::string_view data_json = {},
+                       std::string_view reason = "modern_error");
+
+// What every modern answer of this server says about it.
+struct ModernServer {
+  std::string name = "dorm";
+  std::string version;
+  const ToolRegistry* tools = nullptr;
+  const ResourceRegistry* resources = nullptr;
+  const PromptRegistry* prompts = nullptr;
+  std::size_t page_size = 100;
+  // ttlMs of the cacheable lists and of server/discover: how long a client may reuse them.
+  // The registries are fixed while the server runs, so only a redeploy changes them.
+  std::int64_t list_ttl_ms = 60'000;
+};
+
+// Caching hints (MCP 2026-07-28, "Caching"): on complete results of server/discover, the
+// lists and resources/read.
+struct CacheHints {
+  std::int64_t ttl_ms = 0;
+  bool is_public = false;  // cacheScope "public", else "private"
+};
+
+// `result_json` (a JSON object) with the modern envelope added: `resultType`, the caching
+// hints when given, and `_meta["io.modelcontextprotocol/serverInfo"]` (merged into any
+// `_meta` the result has). A result_json that is not an object is returned unchanged.
+std::string modern_result(std::string_view result_json, const ModernServer& server,
+                          std::string_view result_type = "complete",
+                          std::optional<CacheHints> cache = std::nullopt);
+
+// server/discover's result, enveloped.
+std::string discover_result(const ModernServer& server);
+
+// The answer to a modern request that needs no state: server/discover, tools/list,
+// prompts/list, resources/list, resources/templates/list, completion/complete (the result
+// enveloped, or the method's error as 200); the removed and unknown methods (404,
+// -32601). nullopt: the request needs a turn of its own (tools/call, prompts/get,
+// resources/read). The response is the JSON-RPC message; the status is in `http_status`.
+struct ModernAnswer {
+  int http_status = 200;
+  std::string body;
+};
+std::optional<ModernAnswer> answer_stateless(const ModernRequest& request, const ModernServer& server);
+
+// A `requestState` as dorm issues it: a capability naming the durable record of a request
+// waiting for input (the object `handle`, 32 hex digits), the round of questions it
+// answers, and a 128-bit secret whose digest the record keeps. 48 base64url characters.
+// Nothing in it is trusted: the object compares round and secret with its record.
+struct RequestState {
+  std::string handle;
+  std::uint32_t round = 0;
+  std::string secret;  // 16 bytes
+};
+std::string encode_request_state(const RequestState& state);
+// nullopt: not a state this server's format can hold (wrong length or alphabet).
+std::optional<RequestState> decode_request_state(std::string_view text);
+
+// The revisions a modern client may be told about (in -32022's data and discover's
+// supportedVersions): the modern one first, then the legacy ones.
+std::string supported_versions_json();
+
+}  // namespace dorm::mcp
