@@ -206,7 +206,7 @@ std::vector<ToolSpec> tools() {
   schema2020.name = "json_schema_2020_12_tool";
   schema2020.description = "Tool with JSON Schema 2020-12 features";
   schema2020.input_schema =
-      R"({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false})";
+      R"({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false})";
   schema2020.handler = [](std::shared_ptr<ToolContext> ctx) {
     ctx->finish(ToolResult::text("received " + ctx->arguments()));
   };

@@ -21,6 +21,7 @@ Result<void> register_conformance_tools(mcp::ToolRegistry& registry);
 // The tools of its 2026-07-28 scenarios (server-stateless, input-required-result-*):
 // modern_fixtures.cpp.
 Result<void> register_modern_conformance_tools(mcp::ToolRegistry& registry);
+Result<void> register_modern_conformance_prompts(mcp::PromptRegistry& registry);
 // The resources, the template and the prompts of its resources-*, prompts-* and
 // completion-* scenarios.
 Result<void> register_conformance_resources(mcp::ResourceRegistry& registry);

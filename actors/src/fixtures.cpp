@@ -402,7 +402,8 @@ Result<void> register_fixtures(const FixtureTargets& into, std::string_view name
     if (auto ok = register_conformance_tools(into.tools); !ok) return ok;
     if (auto ok = register_modern_conformance_tools(into.tools); !ok) return ok;
     if (auto ok = register_conformance_resources(into.resources); !ok) return ok;
-    return register_conformance_prompts(into.prompts);
+    if (auto ok = register_conformance_prompts(into.prompts); !ok) return ok;
+    return register_modern_conformance_prompts(into.prompts);
   }
   return Error{ErrorCode::invalid_argument,
                "unknown fixture set '" + std::string(name) + "': known sets are testing, conformance"};

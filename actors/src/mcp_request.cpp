@@ -218,7 +218,14 @@ class McpRequest : public DurableObject {
   void conclude(int status, std::string message);
   void call_tool(const rapidjson::Document& params, std::map<std::string, std::string> answers,
                  std::uint32_t round);
-  void read_or_get(const rapidjson::Document& params);
+  void read_or_get(const rapidjson::Document& params, std::map<std::string, std::string> answers,
+                   std::uint32_t round);
+  // Ends a round: stores the record of what was asked (`asked`: key -> {"method","params"})
+  // and answered so far, arms its expiry, and returns the input_required response.
+  std::string issue_state(const std::map<std::string, std::string>& asked,
+                          const std::map<std::string, std::string>& answers, std::uint32_t round);
+  // The -32021 response naming `missing`.
+  std::string missing_capability(const std::vector<std::string>& missing) const;
   std::string wrap(std::string_view result_json, std::string_view type,
                    std::optional<mcp::CacheHints> hints = std::nullopt) const {
     return mcp::modern_result(result_json, server_, type, hints);
@@ -495,61 +502,15 @@ class McpRequest::Call : public mcp::ToolContext, public std::enable_shared_from
     }
   }
 
-  // Ends the round: the record of what was asked and answered, its alarm, and the state
-  // the client sends back.
+  // Ends the round (McpRequest::issue_state); the object keeps its record and leaves.
   void input_required() {
-    std::string secret(16, '\0');
-    if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()), 16) != 1) {
-      throw std::runtime_error("RAND_bytes failed");
-    }
-    Record record;
-    record.round = round_ + 1;
-    record.secret_digest = sha256_hex(secret);
-    record.owner = object_.call_.caller;
-    record.method = request().message.method;
-    record.digest = object_.digest_;
-    record.answers = answers_;
-    for (const auto& [k, v] : pending_) record.asked[k] = v;
-    object_.put(kRecordKey, record.to_json()).value_or_throw();
-    object_.set_alarm(object_.clock().now_ms() + object_.options_.state_ttl.count()).value_or_throw();
-    rapidjson::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("inputRequests");
-    w.StartObject();
-    for (const auto& [k, v] : pending_) {
-      w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
-      w.RawValue(v.data(), v.size(), rapidjson::kObjectType);
-    }
-    w.EndObject();
-    std::string state = mcp::encode_request_state(mcp::RequestState{object_.call_.handle, record.round, secret});
-    w.Key("requestState");
-    w.String(state.data(), static_cast<rapidjson::SizeType>(state.size()));
-    w.EndObject();
-    log::debug("modern_input_required", {{"round", std::to_string(record.round)},
+    std::string response = object_.issue_state(pending_, answers_, round_);
+    log::debug("modern_input_required", {{"round", std::to_string(round_ + 1)},
                                          {"questions", std::to_string(pending_.size())}});
-    end(200, mcp::result_response(*request().message.id, object_.wrap(buffer.GetString(), "input_required")),
-        true);
+    end(200, std::move(response), true);
   }
 
-  void missing_capability() {
-    rapidjson::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("requiredCapabilities");
-    w.StartObject();
-    for (const auto& capability : missing_) {
-      w.Key(capability.data(), static_cast<rapidjson::SizeType>(capability.size()));
-      w.StartObject();
-      w.EndObject();
-    }
-    w.EndObject();
-    w.EndObject();
-    end(400, mcp::error_response(request().message.id, mcp::kMissingRequiredClientCapability,
-                                 "the tool needs a client capability this request did not declare: " +
-                                     missing_.front(),
-                                 buffer.GetString()));
-  }
+  void missing_capability() { end(400, object_.missing_capability(missing_)); }
 
   McpRequest& object_;
   Inbox inbox_;
@@ -570,6 +531,57 @@ class McpRequest::Call : public mcp::ToolContext, public std::enable_shared_from
   int buffered_count_ = 0;
   caf::actor sink_;
 };
+
+std::string McpRequest::issue_state(const std::map<std::string, std::string>& asked,
+                                    const std::map<std::string, std::string>& answers, std::uint32_t round) {
+  std::string secret(16, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()), 16) != 1) {
+    throw std::runtime_error("RAND_bytes failed");
+  }
+  Record record;
+  record.round = round + 1;
+  record.secret_digest = sha256_hex(secret);
+  record.owner = call_.caller;
+  record.method = call_.request.message.method;
+  record.digest = digest_;
+  record.answers = answers;
+  record.asked = asked;
+  put(kRecordKey, record.to_json()).value_or_throw();
+  set_alarm(clock().now_ms() + options_.state_ttl.count()).value_or_throw();
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("inputRequests");
+  w.StartObject();
+  for (const auto& [k, v] : asked) {
+    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+    w.RawValue(v.data(), v.size(), rapidjson::kObjectType);
+  }
+  w.EndObject();
+  std::string state = mcp::encode_request_state(mcp::RequestState{call_.handle, record.round, secret});
+  w.Key("requestState");
+  w.String(state.data(), static_cast<rapidjson::SizeType>(state.size()));
+  w.EndObject();
+  return mcp::result_response(*call_.request.message.id, wrap(buffer.GetString(), "input_required"));
+}
+
+std::string McpRequest::missing_capability(const std::vector<std::string>& missing) const {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("requiredCapabilities");
+  w.StartObject();
+  for (const auto& capability : missing) {
+    w.Key(capability.data(), static_cast<rapidjson::SizeType>(capability.size()));
+    w.StartObject();
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+  return mcp::error_response(call_.request.message.id, mcp::kMissingRequiredClientCapability,
+                             "the request needs a client capability it did not declare: " + missing.front(),
+                             buffer.GetString());
+}
 
 void McpRequest::conclude(int status, std::string message) {
   after_commit([responder = call_.responder, status, message = std::move(message)]() mutable {
@@ -659,15 +671,79 @@ void McpRequest::handle(mcp::ModernCall call) {
     }
   }
   if (m.method == "tools/call") return call_tool(params, std::move(answers), round);
-  read_or_get(params);
+  read_or_get(params, std::move(answers), round);
 }
 
-void McpRequest::read_or_get(const rapidjson::Document& params) {
+// The questions of one prompts/get (PromptInput): answered from the request, or noted.
+class PromptAsk : public mcp::PromptInput {
+ public:
+  PromptAsk(const std::map<std::string, std::string>& answers, const std::string& capabilities)
+      : answers_(answers), capabilities_(capabilities) {}
+
+  Result<std::optional<std::string>> ask(std::string_view key, std::string_view method,
+                                         std::string_view params_json) override {
+    if (!valid_key(key)) {
+      return Error{ErrorCode::invalid_argument, "an input key is 1 to 64 of [A-Za-z0-9_.-], not \"" +
+                                                    std::string(key) + "\""};
+    }
+    auto refusal = mcp::refuse_client_request(method, params_json, capabilities_, "in this request's _meta");
+    if (refusal) {
+      if (!refusal->capability.empty()) missing.push_back(refusal->capability);
+      return Error{ErrorCode::invalid_argument, refusal->message};
+    }
+    std::string k(key);
+    if (auto answer = answers_.find(k); answer != answers_.end()) {
+      rapidjson::Document parsed;
+      parsed.Parse(answer->second.c_str());
+      if (auto why = misfit(method, parsed)) {
+        malformed = "params.inputResponses." + k + " " + *why + " (the answer to " + std::string(method) + ")";
+        return Error{ErrorCode::invalid_argument, malformed};
+      }
+      return std::optional<std::string>(answer->second);
+    }
+    rapidjson::StringBuffer buffer;
+    JsonWriter w(buffer);
+    w.StartObject();
+    w.Key("method");
+    w.String(method.data(), static_cast<rapidjson::SizeType>(method.size()));
+    w.Key("params");
+    w.RawValue(params_json.empty() ? "{}" : params_json.data(), params_json.empty() ? 2 : params_json.size(),
+               rapidjson::kObjectType);
+    w.EndObject();
+    pending[k] = buffer.GetString();
+    return std::optional<std::string>();
+  }
+
+  std::map<std::string, std::string> pending;
+  std::vector<std::string> missing;
+  std::string malformed;
+
+ private:
+  const std::map<std::string, std::string>& answers_;
+  const std::string& capabilities_;
+};
+
+void McpRequest::read_or_get(const rapidjson::Document& params, std::map<std::string, std::string> answers,
+                             std::uint32_t round) {
   const Message& m = call_.request.message;
   std::string params_json = compact(params);
+  PromptAsk questions(answers, call_.request.client_capabilities);
   mcp::MethodResult answer =
-      m.method == "prompts/get" ? mcp::prompts_get_result(server_.prompts, params_json, *storage_)
+      m.method == "prompts/get" ? mcp::prompts_get_result(server_.prompts, params_json, *storage_, &questions)
                                 : mcp::resources_read_result(server_.resources, params_json, *storage_);
+  if (!questions.malformed.empty()) {
+    return conclude(400, mcp::error_response(m.id, mcp::kInvalidParams, questions.malformed));
+  }
+  if (!questions.pending.empty()) {
+    std::string response = issue_state(questions.pending, answers, round);
+    after_commit([responder = call_.responder, response = std::move(response)]() mutable {
+      responder->respond(HttpResponse{200, {{"Content-Type", "application/json"}}, std::move(response)});
+    });
+    return dispose();
+  }
+  if (auto* error = std::get_if<mcp::MethodError>(&answer); error && !questions.missing.empty()) {
+    return conclude(400, missing_capability(questions.missing));
+  }
   if (auto* error = std::get_if<mcp::MethodError>(&answer)) {
     // SEP-2164: a resource that is not there is -32602 in this revision (never -32002).
     int code = error->code == mcp::kResourceNotFound ? mcp::kInvalidParams : error->code;

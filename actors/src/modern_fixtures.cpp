@@ -10,6 +10,7 @@
 #include <string>
 
 #include "conformance_fixtures.hpp"
+#include "dorm/mcp/prompt_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 
 namespace dorm::actors {
@@ -234,10 +235,52 @@ Result<void> register_modern_conformance_tools(mcp::ToolRegistry& registry) {
     };
     out.push_back(std::move(t));
   }
+  {
+    // An argument the client also sends as a header (Mcp-Param-Region), for proxies that
+    // route by it without reading the body (x-mcp-header, MCP 2026-07-28).
+    ToolSpec t;
+    t.name = "test_header_param";
+    t.description = "Echoes its region argument, which clients of 2026-07-28 also send as Mcp-Param-Region.";
+    t.input_schema =
+        R"({"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]})";
+    t.handler = [](std::shared_ptr<ToolContext> ctx) {
+      rapidjson::Document args;
+      args.Parse(ctx->arguments().c_str());
+      ctx->finish(ToolResult::text(std::string("region: ") + args["region"].GetString()));
+    };
+    out.push_back(std::move(t));
+  }
   for (auto& spec : out) {
     if (auto ok = registry.add(std::move(spec)); !ok) return ok;
   }
   return {};
+}
+
+Result<void> register_modern_conformance_prompts(mcp::PromptRegistry& registry) {
+  // Asks the user what context to use (key user_context); a 2025 session cannot ask, and
+  // gets the prompt without it.
+  mcp::PromptSpec p;
+  p.name = "test_input_required_result_prompt";
+  p.description = "A prompt that asks the user for its context first (input_required on prompts/get).";
+  p.handler = [](const mcp::PromptGet& get) -> Result<std::string> {
+    std::string context = "(no context given)";
+    if (get.input) {
+      auto answer = get.input->ask("user_context", "elicitation/create",
+                                   ask_text("What context should the prompt use?", "context", "string"));
+      if (!answer) return std::move(answer).error();
+      if (*answer) {
+        rapidjson::Document reply;
+        reply.Parse((*answer)->c_str());
+        if (reply.HasMember("content") && reply["content"].IsObject() && reply["content"].HasMember("context") &&
+            reply["content"]["context"].IsString()) {
+          context = reply["content"]["context"].GetString();
+        }
+      }
+    }
+    return mcp::prompt_result(
+        {mcp::PromptMessage::user(mcp::Content::text("Answer with this context in mind: " + context))});
+  };
+  return registry.add(std::move(p));
 }
 
 }  // namespace dorm::actors

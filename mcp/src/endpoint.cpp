@@ -222,6 +222,8 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
   if (auto* rejection = std::get_if<Rejection>(&modern)) return respond(to_response(*rejection));
   auto& req = std::get<ModernRequest>(modern);
   if (req.message.kind == Message::Kind::notification) return respond(HttpResponse{202, {}, {}});
+  auto header = [&request](std::string_view name) { return request.header(name); };
+  if (auto bad = check_param_headers(req, options_.modern->tools, header)) return respond(to_response(*bad));
   if (auto answer = answer_stateless(req, *options_.modern)) {
     return respond(HttpResponse{answer->http_status, {{"Content-Type", "application/json"}},
                                 std::move(answer->body)});

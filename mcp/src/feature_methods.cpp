@@ -144,7 +144,7 @@ MethodResult prompts_list_result(const PromptRegistry* prompts, std::string_view
 }
 
 MethodResult prompts_get_result(const PromptRegistry* prompts, std::string_view params_json,
-                                ToolStorage& storage) {
+                                ToolStorage& storage, PromptInput* input) {
   if (!prompts || prompts->empty()) return not_offered("prompts/get");
   rapidjson::Document params;
   if (auto bad = read_params(params_json, params)) return *bad;
@@ -155,7 +155,7 @@ MethodResult prompts_get_result(const PromptRegistry* prompts, std::string_view 
     if (!a->IsObject()) return invalid_params("params.arguments must be an object");
     arguments = detail::compact(*a);
   }
-  auto result = prompts->get(std::get<std::string_view>(name), arguments, storage);
+  auto result = prompts->get(std::get<std::string_view>(name), arguments, storage, input);
   if (!result) return from_error(result.error());
   return std::move(*result);
 }

@@ -167,6 +167,76 @@ std::optional<std::string> decode_header_value(std::string_view raw) {
   return value;
 }
 
+namespace {
+
+// Appends to `out` the (argument path, header name) pairs of `schema`'s x-mcp-header
+// properties, reached through `properties` chains only.
+void header_params(const rapidjson::Value& schema, std::vector<const char*>& path,
+                   std::vector<std::pair<std::vector<std::string>, std::string>>& out) {
+  const rapidjson::Value* properties = member(schema, "properties");
+  if (!properties || !properties->IsObject()) return;
+  for (auto it = properties->MemberBegin(); it != properties->MemberEnd(); ++it) {
+    path.push_back(it->name.GetString());
+    if (const rapidjson::Value* h = member(it->value, "x-mcp-header"); h && h->IsString()) {
+      out.emplace_back(std::vector<std::string>(path.begin(), path.end()), h->GetString());
+    }
+    header_params(it->value, path, out);
+    path.pop_back();
+  }
+}
+
+}  // namespace
+
+std::optional<Rejection> check_param_headers(
+    const ModernRequest& request, const ToolRegistry* tools,
+    const std::function<std::optional<std::string_view>(std::string_view)>& header) {
+  const Message& m = request.message;
+  if (m.method != "tools/call" || tools == nullptr) return std::nullopt;
+  rapidjson::Document params;
+  params.Parse(m.params.c_str());
+  const rapidjson::Value* name = member(params, "name");
+  if (!name || !name->IsString()) return std::nullopt;
+  const ToolRegistry::Entry* entry = tools->find(string_of(*name));
+  if (!entry) return std::nullopt;
+  rapidjson::Document schema;
+  schema.Parse(tools->spec(*entry).input_schema.c_str());
+  std::vector<std::pair<std::vector<std::string>, std::string>> annotated;
+  std::vector<const char*> path;
+  header_params(schema, path, annotated);
+  if (annotated.empty()) return std::nullopt;
+  const rapidjson::Value* arguments = member(params, "arguments");
+  for (const auto& [at, header_name] : annotated) {
+    const rapidjson::Value* value = arguments;
+    for (const auto& step : at) value = value ? member(*value, step.c_str()) : nullptr;
+    if (!value || value->IsNull()) continue;
+    std::string lower = "mcp-param-";
+    for (char c : header_name) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    std::string shown = "Mcp-Param-" + header_name;
+    auto raw = header(lower);
+    if (!raw) return header_mismatch(m.id, "the " + shown + " header is missing (the argument is in the body)");
+    auto decoded = decode_header_value(*raw);
+    if (!decoded) return header_mismatch(m.id, "the " + shown + " header holds characters it may not, or malformed base64");
+    bool same = false;
+    if (value->IsString()) {
+      same = *decoded == string_of(*value);
+    } else if (value->IsBool()) {
+      same = *decoded == (value->GetBool() ? "true" : "false");
+    } else if (value->IsInt64()) {
+      try {
+        std::size_t used = 0;
+        long long n = std::stoll(*decoded, &used);
+        same = used == decoded->size() && n == value->GetInt64();
+      } catch (const std::exception&) {
+        same = false;
+      }
+    } else {
+      same = *decoded == detail::compact(*value);
+    }
+    if (!same) return header_mismatch(m.id, "the " + shown + " header does not match the argument in the body");
+  }
+  return std::nullopt;
+}
+
 bool declares_capability(std::string_view client_capabilities_json, std::string_view capability) {
   rapidjson::Document caps;
   caps.Parse(client_capabilities_json.data(), client_capabilities_json.size());

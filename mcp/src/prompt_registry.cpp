@@ -130,14 +130,14 @@ Result<PromptRegistry::Page> PromptRegistry::list(std::optional<std::string_view
 }
 
 Result<std::string> PromptRegistry::get(std::string_view name, std::string_view arguments_json,
-                                        ToolStorage& storage) const {
+                                        ToolStorage& storage, PromptInput* input) const {
   const PromptSpec* prompt = find(name);
   if (!prompt) return Error{ErrorCode::invalid_argument, "unknown prompt: " + std::string(name)};
   auto arguments = read_arguments(*prompt, arguments_json);
   if (!arguments) return std::move(arguments).error();
   auto result =
       detail::guarded_call<std::string>("the handler of prompt '" + prompt->name + "'", [&] {
-        return prompt->handler(PromptGet{prompt->name, *arguments, storage});
+        return prompt->handler(PromptGet{prompt->name, *arguments, storage, input});
       });
   if (result && !is_prompt_result(*result)) {
     return Error{ErrorCode::internal, "the handler of prompt '" + prompt->name +

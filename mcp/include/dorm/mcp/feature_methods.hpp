@@ -77,7 +77,7 @@ MethodResult prompts_list_result(const PromptRegistry* prompts, std::string_view
 // prompt, a missing required argument, a value that is not a string, or the handler's
 // invalid_argument; -32603: any other handler failure; -32601 without prompts.
 MethodResult prompts_get_result(const PromptRegistry* prompts, std::string_view params_json,
-                                ToolStorage& storage);
+                                ToolStorage& storage, PromptInput* input = nullptr);
 
 // completion/complete: {"completion":{…}} (complete() in completion.hpp). -32602: params
 // of the wrong shape, an unknown prompt, template or argument; -32603: a completer threw;

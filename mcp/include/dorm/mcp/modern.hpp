@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,6 +85,17 @@ struct ModernRequest {
 // Checks a modern POST (the order at the top of this file). A notification passes too
 // (with nothing to check but its envelope).
 std::variant<ModernRequest, Rejection> check_modern(const ModernHeaders& headers, ParsedBody body);
+
+// For a tools/call: each argument whose input-schema property carries `x-mcp-header: NAME`
+// (reached through `properties` alone; a string, integer or boolean) must come with the
+// header `Mcp-Param-NAME` holding the same value (decoded as decode_header_value does;
+// integers compared as numbers), unless the argument is absent or null. The answer is
+// 400/-32020 when one is missing, malformed or different; nullopt when all agree, and
+// for any other method or a tool not registered (the call answers that itself).
+// `header(name)` returns a request header by its lower-case name.
+std::optional<Rejection> check_param_headers(
+    const ModernRequest& request, const ToolRegistry* tools,
+    const std::function<std::optional<std::string_view>(std::string_view)>& header);
 
 // A header value as the client meant it: OWS trimmed, `=?base64?…?=` decoded; nullopt when
 // the sentinel's base64 or the decoded text is malformed, or the value holds a control

@@ -46,11 +46,28 @@ struct PromptArgument {
   Completer complete;  // optional: suggestions for completion/complete
 };
 
+// Questions a prompt may put to the client while it is filled in (MCP 2026-07-28,
+// `input_required`). Only requests of that revision have one: a 2025 session's prompts/get
+// cannot ask, and PromptGet::input is null there.
+class PromptInput {
+ public:
+  virtual ~PromptInput() = default;
+  // The client's answer to the question `key` (1 to 64 of [A-Za-z0-9_.-]) — the result of
+  // `method` (elicitation/create, sampling/createMessage, roots/list) as JSON — when the
+  // request carried one. Otherwise the question is noted and nullopt returned: whatever
+  // the handler then returns, the request is answered `input_required` with every
+  // question noted, and the client sends it again with the answers. Errors:
+  // invalid_argument for a bad key, or a method the request's client did not declare.
+  virtual Result<std::optional<std::string>> ask(std::string_view key, std::string_view method,
+                                                 std::string_view params_json) = 0;
+};
+
 // What a prompt handler is asked for.
 struct PromptGet {
   std::string_view name;
   const PromptArguments& arguments;  // checked: strings, required ones present
   ToolStorage& storage;              // the session's storage, valid during the call
+  PromptInput* input = nullptr;      // see PromptInput; null: the prompt cannot ask
 };
 
 // The GetPromptResult as JSON text, {"description"?, "messages":[…]}: build it with
@@ -109,7 +126,7 @@ class PromptRegistry {
   // errors; internal when it throws or returns something that is not a JSON object with a
   // `messages` array.
   Result<std::string> get(std::string_view name, std::string_view arguments_json,
-                          ToolStorage& storage) const;
+                          ToolStorage& storage, PromptInput* input = nullptr) const;
 
   // Candidates for `argument` of prompt `name`, as its completer returns them (no
   // completer: none), uncapped (complete() in completion.hpp cuts). Errors:

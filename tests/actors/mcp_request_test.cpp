@@ -1,0 +1,284 @@
+// Requests of MCP 2026-07-28 served by their own durable objects, on virtual time: a
+// tools/call answered and gone, input_required rounds whose state is a one-use durable
+// record (it survives a restart; a replayed, foreign, tampered, expired or mismatched
+// state resumes nothing), -32021 for a capability the request did not declare, and
+// prompts/get asking too.
+#include <doctest/doctest.h>
+
+#include <rapidjson/document.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dorm/actors/fixtures.hpp"
+#include "dorm/actors/mcp_request.hpp"
+#include "dorm/mcp/modern.hpp"
+#include "dorm/mcp/session_call.hpp"
+#include "dorm/mcp/session_id.hpp"
+#include "dorm/runtime/keys.hpp"
+#include "session_fixture.hpp"
+
+using namespace dorm;
+using namespace dorm::testing;
+
+namespace {
+
+constexpr const char* kAll = R"({"sampling":{},"elicitation":{},"roots":{}})";
+
+struct RequestFixture : RuntimeFixture {
+  mcp::ToolRegistry tools;
+  mcp::ResourceRegistry resources;
+  mcp::PromptRegistry prompts;
+  mcp::ModernServer server;
+  actors::McpRequestOptions options;
+  const mcp::Identity alice{"alice", "acme"};
+
+  RequestFixture() {
+    REQUIRE(actors::register_fixtures({tools, resources, prompts}, "testing").ok());
+    REQUIRE(actors::register_fixtures({tools, resources, prompts}, "conformance").ok());
+    server = mcp::ModernServer{"dorm-test", "9", &tools, &resources, &prompts};
+    options.server = &server;
+    options.state_ttl = std::chrono::minutes(5);
+    add_namespace();
+  }
+  void add_namespace() { REQUIRE(actors::register_mcp_request(*runtime, options).ok()); }
+  void restart() {
+    stop();
+    start();
+    add_namespace();
+  }
+
+  // One request: params (without _meta) as JSON text, the capabilities declared, and the
+  // requestState to send back (empty: none).
+  HttpResponse send(std::string_view method, std::string params, std::string_view capabilities = kAll,
+                    std::string_view state = {}, mcp::Identity who = {"alice", "acme"}) {
+    std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":)" +
+                       std::string(capabilities) + "}";
+    params.insert(1, meta + (params.size() > 2 ? "," : ""));
+    if (!state.empty()) params.insert(params.size() - 1, R"(,"requestState":")" + std::string(state) + "\"");
+    auto body = mcp::parse_body(R"({"jsonrpc":"2.0","id":)" + std::to_string(++ids) + R"(,"method":")" +
+                                std::string(method) + R"(","params":)" + params + "}");
+    REQUIRE(std::holds_alternative<mcp::ParsedBody>(body));
+    rapidjson::Document p;
+    p.Parse(params.c_str());
+    std::string name = p.HasMember("name") ? p["name"].GetString() : "";
+    mcp::ModernHeaders headers{"2026-07-28", method, name};
+    auto checked = mcp::check_modern(headers, std::get<mcp::ParsedBody>(std::move(body)));
+    REQUIRE(std::holds_alternative<mcp::ModernRequest>(checked));
+    mcp::ModernCall call;
+    call.request = std::get<mcp::ModernRequest>(std::move(checked));
+    call.caller = std::move(who);
+    if (state.empty()) {
+      call.handle = *mcp::new_session_id();
+    } else {
+      auto decoded = mcp::decode_request_state(state);
+      REQUIRE(decoded.has_value());
+      call.handle = decoded->handle;
+      call.round = decoded->round;
+      call.secret = decoded->secret;
+    }
+    auto answer = std::make_shared<std::optional<HttpResponse>>();
+    call.responder = std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
+    auto handle = runtime->get(runtime->id_from_name(actors::kMcpRequestNamespace, call.handle));
+    REQUIRE(handle.ok());
+    runtime->send(*handle, std::move(call));
+    runtime->run_until_idle();
+    REQUIRE(answer->has_value());
+    HttpResponse out = std::move(**answer);
+    // A streamed response: what its sink wrote.
+    if (out.stream) {
+      for (int i = 0; i < 100 && !read(out).over; ++i) runtime->run_until_idle();
+    }
+    return out;
+  }
+
+  // The JSON-RPC message of a response (its last SSE event when streamed).
+  static rapidjson::Document message(const HttpResponse& r) {
+    if (header(r, "Content-Type") == mcp::kEventStream) {
+      auto all = events(r);
+      REQUIRE_FALSE(all.empty());
+      return std::move(all.back());
+    }
+    rapidjson::Document doc;
+    doc.Parse(r.body.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    return doc;
+  }
+
+  std::size_t stored() { return count_prefix(memory, ""); }
+
+  int ids = 0;
+};
+
+std::string state_of(const rapidjson::Document& response) {
+  REQUIRE(response.HasMember("result"));
+  REQUIRE(std::string(response["result"]["resultType"].GetString()) == "input_required");
+  return response["result"]["requestState"].GetString();
+}
+
+const char* kStep1 = R"({"step1":{"action":"accept","content":{"name":"Ada"}}})";
+const char* kStep2 = R"({"step2":{"action":"accept","content":{"color":"green"}}})";
+
+std::string multi_round(std::string_view answers = {}) {
+  std::string p = R"({"name":"test_input_required_result_multi_round","arguments":{})";
+  if (!answers.empty()) p += R"(,"inputResponses":)" + std::string(answers);
+  return p + "}";
+}
+
+}  // namespace
+
+TEST_CASE("mcp request: a tools/call is answered with the modern envelope and leaves nothing behind") {
+  RequestFixture f;
+  std::size_t before = f.stored();
+  auto r = f.send("tools/call", R"({"name":"echo","arguments":{"text":"hi"}})");
+  CHECK(r.status == 200);
+  CHECK(header(r, "Content-Type") == "application/json");
+  auto m = RequestFixture::message(r);
+  CHECK(std::string(m["result"]["content"][0]["text"].GetString()) == "hi");
+  CHECK(std::string(m["result"]["resultType"].GetString()) == "complete");
+  CHECK(std::string(m["result"]["_meta"][mcp::kMetaServerInfo]["name"].GetString()) == "dorm-test");
+  CHECK(f.stored() == before);
+  CHECK(f.runtime->active_objects() == 0);
+}
+
+TEST_CASE("mcp request: rounds of questions; each state is good once, and a new one comes with each round") {
+  RequestFixture f;
+  std::size_t before = f.stored();
+  auto r1 = RequestFixture::message(f.send("tools/call", multi_round()));
+  CHECK(r1["result"]["inputRequests"].HasMember("step1"));
+  std::string s1 = state_of(r1);
+  CHECK(f.stored() > before);  // the record, and its alarm
+  auto r2 = RequestFixture::message(f.send("tools/call", multi_round(kStep1), kAll, s1));
+  CHECK(r2["result"]["inputRequests"].HasMember("step2"));
+  CHECK_FALSE(r2["result"]["inputRequests"].HasMember("step1"));
+  std::string s2 = state_of(r2);
+  CHECK(s2 != s1);
+
+  // The first state was used: sent again, it resumes nothing.
+  auto replay = f.send("tools/call", multi_round(kStep1), kAll, s1);
+  CHECK(replay.status == 400);
+  CHECK(RequestFixture::message(replay)["error"]["code"].GetInt() == mcp::kInvalidParams);
+
+  // step1's answer comes from the record; only step2's is sent.
+  auto done = RequestFixture::message(f.send("tools/call", multi_round(kStep2), kAll, s2));
+  REQUIRE(done.HasMember("result"));
+  CHECK(std::string(done["result"]["content"][0]["text"].GetString()) == "name \"Ada\", color \"green\"");
+  CHECK(f.stored() == before);
+  CHECK(f.send("tools/call", multi_round(kStep2), kAll, s2).status == 400);
+}
+
+TEST_CASE("mcp request: a state issued before a restart resumes after it, exactly once") {
+  RequestFixture f;
+  std::string s1 = state_of(RequestFixture::message(f.send("tools/call", multi_round())));
+  f.restart();
+  auto r2 = RequestFixture::message(f.send("tools/call", multi_round(kStep1), kAll, s1));
+  CHECK(r2["result"]["inputRequests"].HasMember("step2"));
+  f.restart();
+  CHECK(f.send("tools/call", multi_round(kStep1), kAll, s1).status == 400);
+}
+
+TEST_CASE("mcp request: a foreign, tampered or mismatched state is refused and the record stays for its owner") {
+  RequestFixture f;
+  std::string s1 = state_of(RequestFixture::message(f.send("tools/call", multi_round())));
+  CHECK(f.send("tools/call", multi_round(kStep1), kAll, s1, {"bob", "acme"}).status == 400);
+  // The same object and round with another secret.
+  auto tampered = mcp::decode_request_state(s1);
+  REQUIRE(tampered);
+  tampered->secret[3] = static_cast<char>(tampered->secret[3] ^ 1);
+  CHECK(f.send("tools/call", multi_round(kStep1), kAll, mcp::encode_request_state(*tampered)).status == 400);
+  // Another round of the same object.
+  auto later = *mcp::decode_request_state(s1);
+  later.round += 1;
+  CHECK(f.send("tools/call", multi_round(kStep1), kAll, mcp::encode_request_state(later)).status == 400);
+  // The same state for other params.
+  auto other = f.send("tools/call", R"({"name":"test_input_required_result_multi_round","arguments":{"x":1}})", kAll, s1);
+  CHECK(other.status == 400);
+  CHECK(std::string(RequestFixture::message(other)["error"]["message"].GetString()).find("another request") !=
+        std::string::npos);
+  // An answer of the wrong shape is refused before the state is used.
+  CHECK(f.send("tools/call", multi_round(R"({"step1":12345})"), kAll, s1).status == 400);
+  // After all that, its owner's retry works.
+  auto ok = RequestFixture::message(f.send("tools/call", multi_round(kStep1), kAll, s1));
+  CHECK(ok["result"]["inputRequests"].HasMember("step2"));
+}
+
+TEST_CASE("mcp request: an unused state expires with its alarm, and then resumes nothing") {
+  RequestFixture f;
+  std::size_t before = f.stored();
+  std::string s1 = state_of(RequestFixture::message(f.send("tools/call", multi_round())));
+  f.run_until(f.clock.now_ms() + 5 * 60 * 1000 + 1000);
+  CHECK(f.stored() == before);
+  CHECK(f.send("tools/call", multi_round(kStep1), kAll, s1).status == 400);
+}
+
+TEST_CASE("mcp request: a capability the request did not declare is -32021; answers of the wrong shape -32602") {
+  RequestFixture f;
+  auto r = f.send("tools/call", R"({"name":"test_missing_capability","arguments":{}})", "{}");
+  CHECK(r.status == 400);
+  auto m = RequestFixture::message(r);
+  CHECK(m["error"]["code"].GetInt() == mcp::kMissingRequiredClientCapability);
+  CHECK(m["error"]["data"]["requiredCapabilities"]["sampling"].IsObject());
+
+  // Declared sampling only: the tool asks by sampling instead of a form.
+  auto only_sampling = RequestFixture::message(
+      f.send("tools/call", R"({"name":"test_input_required_result_capabilities","arguments":{}})", R"({"sampling":{}})"));
+  const auto& asked = only_sampling["result"]["inputRequests"];
+  REQUIRE(asked.MemberCount() == 1);
+  CHECK(std::string(asked.MemberBegin()->value["method"].GetString()) == "sampling/createMessage");
+
+  // Answers without a state are used as they are, and checked when asked for.
+  auto bad = f.send("tools/call",
+                    R"({"name":"test_input_required_result_elicitation","arguments":{},"inputResponses":{"user_name":12345}})");
+  CHECK(bad.status == 400);
+  auto null_answers = f.send("tools/call",
+                             R"({"name":"test_input_required_result_elicitation","arguments":{},"inputResponses":null})");
+  CHECK(null_answers.status == 400);
+  auto good = RequestFixture::message(f.send(
+      "tools/call",
+      R"({"name":"test_input_required_result_elicitation","arguments":{},"inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}},"extra":{"x":1}}})"));
+  CHECK(std::string(good["result"]["content"][0]["text"].GetString()) == "Hello, \"Ada\"!");
+  CHECK(f.runtime->active_objects() == 0);
+}
+
+TEST_CASE("mcp request: prompts/get asks too, and fills the prompt in with the answer") {
+  RequestFixture f;
+  auto r1 = RequestFixture::message(f.send("prompts/get", R"({"name":"test_input_required_result_prompt"})"));
+  CHECK(r1["result"]["inputRequests"].HasMember("user_context"));
+  std::string s1 = state_of(r1);
+  auto r2 = RequestFixture::message(f.send(
+      "prompts/get",
+      R"({"name":"test_input_required_result_prompt","inputResponses":{"user_context":{"action":"accept","content":{"context":"tests"}}}})",
+      kAll, s1));
+  REQUIRE(r2.HasMember("result"));
+  CHECK(std::string(r2["result"]["resultType"].GetString()) == "complete");
+  CHECK(std::string(r2["result"]["messages"][0]["content"]["text"].GetString()).find("tests") != std::string::npos);
+}
+
+TEST_CASE("mcp request: a slow tool streams its progress, then its result") {
+  RequestFixture f;
+  auto answer = std::make_shared<std::optional<HttpResponse>>();
+  // Sent by hand: the clock must move while the call runs.
+  auto body = mcp::parse_body(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":300,"step_ms":100},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})");
+  auto checked = mcp::check_modern(mcp::ModernHeaders{"2026-07-28", "tools/call", "sleep"},
+                                   std::get<mcp::ParsedBody>(std::move(body)));
+  mcp::ModernCall call;
+  call.request = std::get<mcp::ModernRequest>(std::move(checked));
+  call.caller = f.alice;
+  call.handle = *mcp::new_session_id();
+  call.responder = std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
+  f.runtime->send(f.handle(actors::kMcpRequestNamespace, call.handle), std::move(call));
+  f.runtime->run_until_idle();
+  CHECK_FALSE(answer->has_value());  // nothing to say yet: no head sent
+  f.run_until(f.clock.now_ms() + 100);
+  REQUIRE(answer->has_value());  // the first progress opened the stream
+  HttpResponse r = std::move(**answer);
+  CHECK(header(r, "Content-Type") == mcp::kEventStream);
+  f.run_until(f.clock.now_ms() + 250);
+  for (int i = 0; i < 10 && !read(r).over; ++i) f.runtime->run_until_idle();
+  auto all = events(r);
+  REQUIRE(all.size() == 4);
+  CHECK(std::string(all[0]["method"].GetString()) == "notifications/progress");
+  CHECK(std::string(all[3]["result"]["resultType"].GetString()) == "complete");
+}

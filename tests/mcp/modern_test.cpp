@@ -1,0 +1,207 @@
+// The parts of MCP 2026-07-28 that need no runtime: which era a request belongs to, the
+// checks of a modern POST in the revision's order, header values, the result envelope,
+// the stateless answers, requestState's format, and the Mcp-Param-* headers.
+#include <doctest/doctest.h>
+
+#include <rapidjson/document.h>
+
+#include <map>
+#include <string>
+
+#include "dorm/mcp/modern.hpp"
+#include "dorm/mcp/tool_registry.hpp"
+
+using namespace dorm;
+using namespace dorm::mcp;
+
+namespace {
+
+constexpr const char* kMeta =
+    R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}})";
+
+ParsedBody body_of(const std::string& text) {
+  auto parsed = parse_body(text);
+  REQUIRE(std::holds_alternative<ParsedBody>(parsed));
+  return std::get<ParsedBody>(std::move(parsed));
+}
+
+std::string request(std::string_view method, std::string params = "{}") {
+  return R"({"jsonrpc":"2.0","id":7,"method":")" + std::string(method) + R"(","params":)" + params + "}";
+}
+
+// The code of the rejection, after checking it has the id, is JSON-RPC and is 400.
+int refused(const std::variant<ModernRequest, Rejection>& checked, int status = 400) {
+  REQUIRE(std::holds_alternative<Rejection>(checked));
+  const auto& r = std::get<Rejection>(checked);
+  CHECK(r.http_status == status);
+  rapidjson::Document doc;
+  doc.Parse(r.body.c_str());
+  REQUIRE(doc.IsObject());
+  return doc["error"]["code"].GetInt();
+}
+
+ModernHeaders good(std::string_view method, std::optional<std::string_view> name = std::nullopt) {
+  return ModernHeaders{"2026-07-28", method, name};
+}
+
+}  // namespace
+
+TEST_CASE("modern: which era a request without a session belongs to") {
+  auto discover = body_of(request("server/discover", std::string("{") + kMeta + "}"));
+  CHECK(is_modern(std::string_view("2026-07-28"), &discover));
+  CHECK(is_modern(std::string_view("v999"), nullptr));  // any revision that is not a legacy one
+  CHECK_FALSE(is_modern(std::string_view("2025-11-25"), &discover));
+  CHECK(is_modern(std::nullopt, &discover));  // no header: the body's _meta says so
+  auto initialize = body_of(request("initialize", R"({"protocolVersion":"2025-11-25","capabilities":{}})"));
+  CHECK_FALSE(is_modern(std::nullopt, &initialize));
+  CHECK_FALSE(is_modern(std::nullopt, nullptr));
+}
+
+TEST_CASE("modern: a POST's checks answer in the revision's order") {
+  // _meta first: missing, or without one of its two required members, is -32602 even with
+  // a good header.
+  CHECK(refused(check_modern(good("server/discover"), body_of(request("server/discover")))) == kInvalidParams);
+  CHECK(refused(check_modern(good("server/discover"),
+                             body_of(request("server/discover",
+                                             R"({"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}})")))) ==
+        kInvalidParams);
+  CHECK(refused(check_modern(good("server/discover"),
+                             body_of(request("server/discover",
+                                             R"({"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}})")))) ==
+        kInvalidParams);
+  // Then the header against _meta (-32020) before the revision itself (-32022).
+  auto v999 = body_of(request("server/discover",
+                              R"({"_meta":{"io.modelcontextprotocol/protocolVersion":"v999","io.modelcontextprotocol/clientCapabilities":{}}})"));
+  CHECK(refused(check_modern(good("server/discover"), v999)) == kHeaderMismatch);
+  auto unsupported = check_modern(ModernHeaders{"v999", "server/discover", std::nullopt}, v999);
+  CHECK(refused(unsupported) == kUnsupportedProtocolVersion);
+  rapidjson::Document data;
+  data.Parse(std::get<Rejection>(unsupported).body.c_str());
+  CHECK(std::string(data["error"]["data"]["requested"].GetString()) == "v999");
+  CHECK(std::string(data["error"]["data"]["supported"][0].GetString()) == "2026-07-28");
+  CHECK(data["id"].GetInt() == 7);
+  auto fine = body_of(request("tools/call", std::string(R"({"name":"echo",)") + kMeta + "}"));
+  CHECK(refused(check_modern(ModernHeaders{std::nullopt, "tools/call", "echo"}, fine)) == kHeaderMismatch);
+  // Then Mcp-Method and Mcp-Name.
+  CHECK(refused(check_modern(ModernHeaders{"2026-07-28", std::nullopt, "echo"}, fine)) == kHeaderMismatch);
+  CHECK(refused(check_modern(ModernHeaders{"2026-07-28", "TOOLS/CALL", "echo"}, fine)) == kHeaderMismatch);
+  CHECK(refused(check_modern(good("tools/call"), fine)) == kHeaderMismatch);
+  CHECK(refused(check_modern(good("tools/call", "ech0"), fine)) == kHeaderMismatch);
+  // Spaces around a value do not count; the base64 form is decoded first.
+  CHECK(std::holds_alternative<ModernRequest>(check_modern(good("tools/call", "  echo\t"), fine)));
+  CHECK(std::holds_alternative<ModernRequest>(check_modern(good("tools/call", "=?base64?ZWNobw==?="), fine)));
+  auto ok = check_modern(good("tools/call", "echo"), fine);
+  REQUIRE(std::holds_alternative<ModernRequest>(ok));
+  CHECK(std::get<ModernRequest>(ok).client_capabilities == "{}");
+  CHECK(std::get<ModernRequest>(ok).log_level.empty());
+  // A log level that is not one, a batch, a response.
+  CHECK(refused(check_modern(good("tools/list"),
+                             body_of(request("tools/list",
+                                             R"({"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}})")))) ==
+        kInvalidParams);
+  CHECK(refused(check_modern(good("tools/list"), body_of("[" + request("tools/list") + "]"))) == kInvalidRequest);
+  CHECK(refused(check_modern(good("tools/list"), body_of(R"({"jsonrpc":"2.0","id":1,"result":{}})"))) == kInvalidRequest);
+  // A notification is taken as it is.
+  auto note = check_modern(good("notifications/cancelled"), body_of(R"({"jsonrpc":"2.0","method":"notifications/cancelled"})"));
+  CHECK(std::holds_alternative<ModernRequest>(note));
+}
+
+TEST_CASE("modern: header values — trimmed, base64 decoded strictly, no control characters") {
+  CHECK(decode_header_value(" a b ") == std::string("a b"));
+  CHECK(decode_header_value("=?base64?SGVsbG8=?=") == std::string("Hello"));
+  CHECK(decode_header_value("=?base64?w6k=?=") == std::string("\xc3\xa9"));
+  CHECK_FALSE(decode_header_value("=?base64?SGVsbG8?=").has_value());   // padding missing
+  CHECK_FALSE(decode_header_value("=?base64?SGVs*G8=?=").has_value());  // not base64
+  CHECK_FALSE(decode_header_value("=?base64?/w==?=").has_value());      // not UTF-8
+  CHECK_FALSE(decode_header_value("=?base64?AQ==?=").has_value());      // a control character
+  CHECK_FALSE(decode_header_value("caf\xc3\xa9").has_value());          // raw non-ASCII
+  CHECK(decode_header_value("=?base64?SGVsbG8=") == std::string("=?base64?SGVsbG8="));  // no suffix: literal
+}
+
+TEST_CASE("modern: the result envelope, discover and the stateless answers") {
+  ModernServer server{"srv", "1.2", nullptr, nullptr, nullptr};
+  rapidjson::Document r;
+  r.Parse(modern_result(R"({"content":[],"_meta":{"keep":1}})", server, "complete", CacheHints{5, true}).c_str());
+  CHECK(std::string(r["resultType"].GetString()) == "complete");
+  CHECK(r["ttlMs"].GetInt64() == 5);
+  CHECK(std::string(r["cacheScope"].GetString()) == "public");
+  CHECK(r["_meta"]["keep"].GetInt() == 1);
+  CHECK(std::string(r["_meta"][kMetaServerInfo]["version"].GetString()) == "1.2");
+  CHECK(modern_result("[1]", server) == "[1]");
+
+  auto answer = [&server](std::string_view method) {
+    auto checked = check_modern(good(method), body_of(request(method, std::string("{") + kMeta + "}")));
+    REQUIRE(std::holds_alternative<ModernRequest>(checked));
+    return answer_stateless(std::get<ModernRequest>(checked), server);
+  };
+  auto discover = answer("server/discover");
+  REQUIRE(discover);
+  rapidjson::Document d;
+  d.Parse(discover->body.c_str());
+  CHECK(std::string(d["result"]["supportedVersions"][0].GetString()) == "2026-07-28");
+  CHECK(d["result"]["capabilities"].HasMember("tools"));
+  CHECK_FALSE(d["result"]["capabilities"].HasMember("prompts"));
+  CHECK(d["result"].HasMember("ttlMs"));
+  for (std::string_view gone : {"initialize", "ping", "logging/setLevel", "resources/subscribe", "no/such"}) {
+    auto a = answer(gone);
+    REQUIRE(a);
+    CHECK(a->http_status == 404);
+    CHECK(a->body.find("-32601") != std::string::npos);
+  }
+  CHECK_FALSE(answer("tools/call").has_value());
+  auto listed = answer("tools/list");
+  REQUIRE(listed);
+  CHECK(listed->body.find(R"("cacheScope":"public")") != std::string::npos);
+}
+
+TEST_CASE("modern: requestState carries the object, the round and the secret; anything else is refused") {
+  RequestState s{"00112233445566778899aabbccddeeff", 3, std::string(16, '\x7f')};
+  auto text = encode_request_state(s);
+  CHECK(text.size() == 48);
+  auto back = decode_request_state(text);
+  REQUIRE(back);
+  CHECK(back->handle == s.handle);
+  CHECK(back->round == 3);
+  CHECK(back->secret == s.secret);
+  CHECK_FALSE(decode_request_state(text + "-TAMPERED").has_value());
+  CHECK_FALSE(decode_request_state(text.substr(0, 47) + "!").has_value());
+  CHECK_FALSE(decode_request_state("").has_value());
+}
+
+TEST_CASE("modern: Mcp-Param headers follow the arguments their schema marks") {
+  ToolRegistry tools;
+  ToolSpec t;
+  t.name = "route";
+  t.input_schema =
+      R"({"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}})";
+  t.handler = [](std::shared_ptr<ToolContext>) {};
+  REQUIRE(tools.add(std::move(t)).ok());
+  auto check = [&tools](std::string args, std::map<std::string, std::string> headers) {
+    auto checked = check_modern(good("tools/call", "route"),
+                                body_of(request("tools/call", R"({"name":"route","arguments":)" + args + "," + kMeta + "}")));
+    REQUIRE(std::holds_alternative<ModernRequest>(checked));
+    return check_param_headers(std::get<ModernRequest>(checked), &tools,
+                               [&headers](std::string_view name) -> std::optional<std::string_view> {
+                                 auto it = headers.find(std::string(name));
+                                 if (it == headers.end()) return std::nullopt;
+                                 return it->second;
+                               });
+  };
+  CHECK_FALSE(check(R"({"region":"eu","n":5})", {{"mcp-param-region", "eu"}, {"mcp-param-n", "05"}}).has_value());
+  CHECK_FALSE(check(R"({"region":"eu"})", {{"mcp-param-region", "=?base64?ZXU=?="}}).has_value());
+  CHECK_FALSE(check(R"({"region":null})", {}).has_value());  // absent or null: no header expected
+  CHECK(check(R"({"region":"eu"})", {}).has_value());
+  CHECK(check(R"({"region":"eu"})", {{"mcp-param-region", "us"}}).has_value());
+  CHECK(check(R"({"region":"eu"})", {{"mcp-param-region", "=?base64?ZXU?="}}).has_value());
+  CHECK(check(R"({"n":5})", {{"mcp-param-n", "5x"}})->http_status == 400);
+}
+
+TEST_CASE("modern: what a tool may ask a client, by what it declared") {
+  CHECK_FALSE(refuse_client_request("elicitation/create", "{}", R"({"elicitation":{}})", "here").has_value());
+  CHECK(refuse_client_request("elicitation/create", "{}", "{}", "here")->capability == "elicitation");
+  CHECK(refuse_client_request("elicitation/create", R"({"mode":"url"})", R"({"elicitation":{}})", "here").has_value());
+  CHECK_FALSE(refuse_client_request("elicitation/create", R"({"mode":"url"})", R"({"elicitation":{"url":{}}})", "here"));
+  CHECK(refuse_client_request("roots/list", "{}", R"({"sampling":{}})", "here")->capability == "roots");
+  CHECK(refuse_client_request("tools/call", "{}", kMeta, "here")->capability.empty());
+  CHECK_FALSE(refuse_client_request("ping", "{}", "{}", "here").has_value());
+}
