@@ -456,7 +456,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::async_write(stream_, net::buffer(*out),
                      [self = shared_from_this(), out, payload](beast::error_code ec, std::size_t) {
                        self->writing_ = false;
-                       if (ec) return self->stream_failed();
+                       if (ec || !self->body_) return self->stream_failed();
                        self->body_->sent(payload);
                        self->watch();
                        std::weak_ptr<Connection> weak = self;
@@ -540,6 +540,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // The body's end was sent.
   void stream_ended() {
+    // The client's close may have been seen first (watch() → stream_failed()) while the
+    // last chunk's write was already done: the stream is over, closed once.
+    if (!body_) return;
     auto body = std::move(body_);
     state_->streams_open.fetch_sub(1, std::memory_order_relaxed);
     body->close();
