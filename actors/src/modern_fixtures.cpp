@@ -10,6 +10,7 @@
 #include <string>
 
 #include "conformance_fixtures.hpp"
+#include "dorm/mcp/jsonrpc.hpp"
 #include "dorm/mcp/prompt_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 
@@ -127,6 +128,99 @@ ToolSpec all_at_once(const char* name, const char* description,
     }
   };
   return t;
+}
+
+ToolSpec task_tool(const char* name, const char* description, const char* schema, mcp::TaskSupport support,
+                   mcp::ToolHandler handler) {
+  ToolSpec t;
+  t.name = name;
+  t.description = description;
+  t.input_schema = schema;
+  t.task_support = support;
+  t.handler = std::move(handler);
+  return t;
+}
+
+std::string string_arg(const std::shared_ptr<ToolContext>& ctx, const char* key) {
+  rapidjson::Document args;
+  args.Parse(ctx->arguments().c_str());
+  return args.HasMember(key) && args[key].IsString() ? args[key].GetString() : std::string();
+}
+
+// The Tasks extension's scenarios (tasks-*): a quick tool that never becomes a task, slow
+// and failing work that does, and tasks that stop for input.
+std::vector<ToolSpec> task_fixtures(const std::string& name_question) {
+  using mcp::TaskSupport;
+  std::vector<ToolSpec> out;
+  out.push_back(task_tool("greet", "Greets `name` at once (never a task).",
+                          R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})",
+                          TaskSupport::forbidden, [](std::shared_ptr<ToolContext> ctx) {
+                            ctx->finish(ToolResult::text("Hello, " + string_arg(ctx, "name") + "!"));
+                          }));
+  out.push_back(task_tool(
+      "slow_compute", "Works for `seconds` (0 to 3600), then reports `label`; a task when the client allows.",
+      R"({"type":"object","properties":{"seconds":{"type":"integer","minimum":0,"maximum":3600},"label":{"type":"string"}},"required":["seconds"]})",
+      TaskSupport::optional, [](std::shared_ptr<ToolContext> ctx) {
+        rapidjson::Document args;
+        args.Parse(ctx->arguments().c_str());
+        std::int64_t seconds = args["seconds"].GetInt64();
+        std::string label = args.HasMember("label") && args["label"].IsString() ? args["label"].GetString() : "work";
+        ctx->after(std::chrono::seconds(seconds), [ctx, seconds, label] {
+          ctx->finish(ToolResult::text("computed " + label + " in " + std::to_string(seconds) + " s"));
+        });
+      }));
+  out.push_back(task_tool("failing_job", "Runs only as a task; after a second its tool fails (an isError result).",
+                          kNoArguments, TaskSupport::required, [](std::shared_ptr<ToolContext> ctx) {
+                            ctx->after(std::chrono::seconds(1),
+                                       [ctx] { ctx->finish(ToolResult::error("the job failed, as it always does")); });
+                          }));
+  out.push_back(task_tool("protocol_error_job", "After half a second ends with a protocol error (-32603): a failed task.",
+                          kNoArguments, TaskSupport::optional, [](std::shared_ptr<ToolContext> ctx) {
+                            ctx->after(std::chrono::milliseconds(500),
+                                       [ctx] { ctx->fail(mcp::kInternalError, "the job's machinery broke"); });
+                          }));
+  out.push_back(task_tool(
+      "confirm_delete", "Asks the user to confirm deleting `filename` (as a task: through tasks/get and tasks/update).",
+      R"({"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]})", TaskSupport::optional,
+      [](std::shared_ptr<ToolContext> ctx) {
+        std::string file = string_arg(ctx, "filename");
+        ctx->after(std::chrono::milliseconds(50), [ctx, file] {
+          auto asked = ctx->ask("confirm", "elicitation/create", ask_text("Delete " + file + "?", "confirm", "boolean"),
+                                [ctx, file](const ClientReply& reply) {
+                                  bool yes = summary(reply, "confirm") == "true";
+                                  ctx->finish(ToolResult::text(yes ? "deleted " + file : "kept " + file));
+                                });
+          if (!asked) ctx->finish(ToolResult::error(asked.error().message));
+        });
+      }));
+  out.push_back(task_tool(
+      "multi_input", "Asks two questions at once (a name and a confirmation); either may be answered first.",
+      kNoArguments, TaskSupport::optional, [name_question](std::shared_ptr<ToolContext> ctx) {
+        ctx->after(std::chrono::milliseconds(50), [ctx, name_question] {
+          auto answers = std::make_shared<std::map<std::string, std::string>>();
+          for (const auto& [key, params] : {std::pair<std::string, std::string>{"name", name_question},
+                                            {"confirm", ask_text("Go ahead?", "confirm", "boolean")}}) {
+            auto asked = ctx->ask(key, "elicitation/create", params, [ctx, answers, key = key](const ClientReply& reply) {
+              (*answers)[key] = summary(reply, key);
+              if (answers->size() == 2) {
+                ctx->finish(ToolResult::text("name " + (*answers)["name"] + ", confirm " + (*answers)["confirm"]));
+              }
+            });
+            if (!asked) return ctx->finish(ToolResult::error(asked.error().message));
+          }
+        });
+      }));
+  out.push_back(task_tool(
+      "test_tool_with_task",
+      "Asks the user's name on the request itself (input_required), then does its work as a task.", kNoArguments,
+      TaskSupport::required, [name_question](std::shared_ptr<ToolContext> ctx) {
+        auto asked = ctx->ask("user_name", "elicitation/create", name_question, [ctx](const ClientReply& reply) {
+          std::string name = summary(reply, "name");
+          ctx->after(std::chrono::milliseconds(100), [ctx, name] { ctx->finish(ToolResult::text("Hello, " + name + "!")); });
+        });
+        if (!asked) ctx->finish(ToolResult::error(asked.error().message));
+      }));
+  return out;
 }
 
 }  // namespace
@@ -250,6 +344,7 @@ Result<void> register_modern_conformance_tools(mcp::ToolRegistry& registry) {
     };
     out.push_back(std::move(t));
   }
+  for (auto& spec : task_fixtures(name_question)) out.push_back(std::move(spec));
   for (auto& spec : out) {
     if (auto ok = registry.add(std::move(spec)); !ok) return ok;
   }

@@ -245,7 +245,21 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
       state_text = std::string(state.GetString(), state.GetStringLength());
     }
   }
-  if (state_text) {
+  const std::string& method = req.message.method;
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
+    // A task is the request object its tools/call became: its id is that object's name.
+    rapidjson::Document params;
+    params.Parse(req.message.params.c_str());
+    const rapidjson::Value* task = params.IsObject() && params.HasMember("taskId") ? &params["taskId"] : nullptr;
+    std::string_view task_id = task && task->IsString() ? std::string_view(task->GetString(), task->GetStringLength())
+                                                        : std::string_view();
+    bool ours = task_id.size() == 32 && task_id.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+    if (!ours) {
+      return respond(to_response(modern_error(200, req.message.id, kInvalidParams,
+                                              "unknown task: params.taskId names no task of this server")));
+    }
+    call.handle = std::string(task_id);
+  } else if (state_text) {
     auto state = decode_request_state(*state_text);
     if (!state) {
       return respond(to_response(modern_error(400, req.message.id, kInvalidParams,

@@ -41,6 +41,7 @@ Rejection header_mismatch(const std::optional<RequestId>& id, std::string messag
 const char* name_member(std::string_view method) {
   if (method == "tools/call" || method == "prompts/get") return "name";
   if (method == "resources/read") return "uri";
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") return "taskId";
   return nullptr;
 }
 
@@ -102,6 +103,12 @@ void write_capabilities(detail::JsonOut& out, const ModernServer& server) {
   // The revision's logging: a request's `_meta` logLevel asks for messages on its stream.
   out.key("logging");
   w.StartObject();
+  w.EndObject();
+  out.key("extensions");
+  w.StartObject();
+  out.key(kTasksExtension);
+  w.StartObject();
+  w.EndObject();
   w.EndObject();
   w.EndObject();
 }
@@ -235,6 +242,20 @@ std::optional<Rejection> check_param_headers(
     if (!same) return header_mismatch(m.id, "the " + shown + " header does not match the argument in the body");
   }
   return std::nullopt;
+}
+
+bool declares_extension(std::string_view client_capabilities_json, std::string_view extension) {
+  rapidjson::Document caps;
+  caps.Parse(client_capabilities_json.data(), client_capabilities_json.size());
+  const rapidjson::Value* extensions = caps.HasParseError() ? nullptr : member(caps, "extensions");
+  std::string key(extension);
+  return extensions && extensions->IsObject() && extensions->HasMember(key.c_str()) &&
+         (*extensions)[key.c_str()].IsObject();
+}
+
+Rejection tasks_extension_required(const std::optional<RequestId>& id, std::string_view why) {
+  std::string data = std::string(R"({"requiredCapabilities":{"extensions":{")") + kTasksExtension + R"(":{}}}})";
+  return modern_error(400, id, kMissingRequiredClientCapability, why, data, "tasks_extension_required");
 }
 
 bool declares_capability(std::string_view client_capabilities_json, std::string_view capability) {
@@ -482,6 +503,11 @@ std::optional<ModernAnswer> answer_stateless(const ModernRequest& request, const
     cacheable = false;
   } else if (method == "tools/call" || method == "prompts/get" || method == "resources/read") {
     return std::nullopt;
+  } else if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") {
+    if (declares_extension(request.client_capabilities, kTasksExtension)) return std::nullopt;
+    auto r = tasks_extension_required(m.id, method + " needs the " + kTasksExtension +
+                                                " extension declared in this request's clientCapabilities");
+    return ModernAnswer{r.http_status, std::move(r.body)};
   } else {
     return method_not_found(request);
   }

@@ -493,6 +493,15 @@ int Server::Impl::serve_bound(Startup& s) {
                                 {"start_kind", to_string(runtime.start_kind())}});
   // 4. Reap.
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
+  if (options.modern_era && options.reaper) {
+    // Tasks whose work a dead process was running are failed by their activation: waking
+    // them now means a polling client learns it at its next tasks/get.
+    if (auto woken = actors::wake_running_tasks(runtime); !woken) {
+      log::error("task_wake_failed", {{"error", woken.error().describe()}});
+    } else if (*woken > 0) {
+      log::info("tasks_woken", {{"tasks", static_cast<std::int64_t>(*woken)}});
+    }
+  }
   // After the boot reap, which a client resuming right away is waiting for.
   s.metrics.count_stored();
   return serve_until_stopped(s, runtime, store);

@@ -23,6 +23,20 @@
 // A tool that asks for something the request's client capabilities do not declare is
 // refused (the tool's ask gets an error); if the call then stops with nothing left to
 // wait for, it is answered -32021 with the missing capability (HTTP 400).
+//
+// Tasks (the io.modelcontextprotocol/tasks extension). A tools/call from a request that
+// declared the extension, of a tool that allows tasks (ToolSpec::task_support), becomes a
+// task when its first turn ends with the tool still working: the object's name is the
+// task id, a durable record holds the task's status, and the request is answered at once
+// with CreateTaskResult (after the record is committed, so a tasks/get right after finds
+// it). The tool runs on as the object's turns; its result, its protocol error
+// (ToolContext::fail) or its questions land in the record. tasks/get reads it, tasks/update
+// answers the questions (once the last is answered the tool runs again from the start
+// with every answer), tasks/cancel stops the work. A task whose work was running when its
+// process died, or whose object was reset, is failed with the reaper's error
+// (`server_restart` or `session_reset`, `retrySafe: false`) by the first activation after
+// it — at boot, for every task the runtime index `mcp.tasks` names (wake_running_tasks).
+// The record is deleted `task_ttl` after the task was created.
 #pragma once
 
 #include <chrono>
@@ -41,11 +55,21 @@ struct McpRequestOptions {
   const mcp::ModernServer* server = nullptr;
   // How long a requestState stays good once issued.
   std::chrono::milliseconds state_ttl{10 * 60 * 1000};
+  // How long a task is kept after it is created (its ttlMs): then it is deleted, finished
+  // or not.
+  std::chrono::milliseconds task_ttl{60 * 60 * 1000};
+  // What tasks tell clients about polling (pollIntervalMs).
+  std::chrono::milliseconds task_poll_interval{500};
   // The response stream of a call that runs past its first turn.
   mcp::SinkOptions sink;
 };
 
 // Registers the mcp-request namespace. `options` must outlive the runtime.
 Result<void> register_mcp_request(Runtime& runtime, const McpRequestOptions& options);
+
+// Activates every task whose work the store says is running (the `mcp.tasks` index): the
+// ones a dead process left are failed by their activation. Returns how many were woken;
+// does not wait for them. Errors: reading the index.
+Result<std::size_t> wake_running_tasks(Runtime& runtime);
 
 }  // namespace dorm::actors

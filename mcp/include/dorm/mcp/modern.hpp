@@ -25,7 +25,8 @@
 //   -32020  MCP-Protocol-Version missing, or not equal to _meta's protocolVersion
 //   -32022  the revision is not one dorm speaks (data: supported, requested)
 //   -32020  Mcp-Method missing or not the body's method; Mcp-Name missing or not the
-//           body's params.name (tools/call, prompts/get) or params.uri (resources/read)
+//           body's params.name (tools/call, prompts/get), params.uri (resources/read) or
+//           params.taskId (tasks/get, tasks/update, tasks/cancel)
 // Header values are compared after trimming spaces and tabs (RFC 9110 §5.5); a value of
 // the form `=?base64?…?=` is decoded first, and one holding a control character is refused.
 #pragma once
@@ -59,6 +60,8 @@ inline constexpr const char* kMetaClientCapabilities = "io.modelcontextprotocol/
 inline constexpr const char* kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
 inline constexpr const char* kMetaLogLevel = "io.modelcontextprotocol/logLevel";
 inline constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+// The Tasks extension's identifier (capabilities.extensions on both sides).
+inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
 
 // The headers check_modern reads, nullopt when absent (several lines joined with ", ").
 struct ModernHeaders {
@@ -119,6 +122,12 @@ std::optional<ClientRequestRefusal> refuse_client_request(std::string_view metho
                                                           std::string_view client_capabilities_json,
                                                           std::string_view where);
 
+// Whether the client declared `extension` in `client_capabilities_json`'s `extensions`.
+bool declares_extension(std::string_view client_capabilities_json, std::string_view extension);
+
+// The -32021 error (HTTP 400) for a request without the Tasks extension that needs it.
+Rejection tasks_extension_required(const std::optional<RequestId>& id, std::string_view why);
+
 // An error response for a modern request, ready to send: the JSON-RPC error with the
 // request's id and the HTTP status the revision gives it (400 for -32020..-32022 and
 // -32602 on `_meta`; 404 for -32601; 200 otherwise, the error being the request's answer).
@@ -159,8 +168,10 @@ std::string discover_result(const ModernServer& server);
 // The answer to a modern request that needs no state: server/discover, tools/list,
 // prompts/list, resources/list, resources/templates/list, completion/complete (the result
 // enveloped, or the method's error as 200); the removed and unknown methods (404,
-// -32601). nullopt: the request needs a turn of its own (tools/call, prompts/get,
-// resources/read). The response is the JSON-RPC message; the status is in `http_status`.
+// -32601; tasks/result and tasks/list are gone from the Tasks extension too); tasks/*
+// from a request without the extension (400, -32021). nullopt: the request needs a turn
+// of its own (tools/call, prompts/get, resources/read, tasks/get, tasks/update,
+// tasks/cancel). The response is the JSON-RPC message; the status is in `http_status`.
 struct ModernAnswer {
   int http_status = 200;
   std::string body;

@@ -121,6 +121,15 @@ class ToolContext {
   // Says the resource `uri` changed: every session subscribed to it (this one included)
   // sends its client notifications/resources/updated, once this turn commits.
   virtual void resource_updated(std::string_view uri) = 0;
+  // Ends the call with a protocol error instead of a result: a JSON-RPC error `code` and
+  // `message` (say -32603 for a failure of the server's own machinery; a tool's own
+  // failure is an isError result, finish()). A task ends `failed` with it. Where the era
+  // has no way to say it (a 2025 session's tool), the call ends with an isError result
+  // holding the message.
+  virtual void fail(int code, std::string_view message) {
+    (void)code;
+    finish(ToolResult::error(message));
+  }
   // Ends the call with `result`. Later calls do nothing; after a cancellation the call is
   // finished already and its pending after() callbacks do not run.
   virtual void finish(ToolResult result) = 0;

@@ -29,6 +29,15 @@ namespace dorm::mcp {
 
 enum class Exposure { clients, code, both };
 
+// Whether a call of the tool may run as a task (the io.modelcontextprotocol/tasks
+// extension of MCP 2026-07-28: the client polls tasks/get instead of holding the request
+// open). `optional`: a call from a request that declared the extension becomes a task
+// once its first turn ends with the tool still working (a tool that finishes or asks for
+// input in its first turn answers the request itself). `required`: a request that did not
+// declare the extension is refused (-32021). Sessions of the 2025 revisions never make
+// tasks.
+enum class TaskSupport { forbidden, optional, required };
+
 struct ToolSpec {
   std::string name;         // 1-128 of [A-Za-z0-9_.-]
   std::string title;        // optional
@@ -38,6 +47,7 @@ struct ToolSpec {
   std::string annotations;                             // optional JSON object
   bool requires_approval = false;
   Exposure exposure = Exposure::both;
+  TaskSupport task_support = TaskSupport::forbidden;
   ToolHandler handler;
 };
 
