@@ -52,7 +52,8 @@ struct RequestFixture : RuntimeFixture {
   // One request: params (without _meta) as JSON text, the capabilities declared, and the
   // requestState to send back (empty: none).
   HttpResponse send(std::string_view method, std::string params, std::string_view capabilities = kAll,
-                    std::string_view state = {}, mcp::Identity who = {"alice", "acme"}) {
+                    std::string_view state = {}, mcp::Identity who = {"alice", "acme"},
+                    std::string_view task = {}) {
     std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":)" +
                        std::string(capabilities) + "}";
     params.insert(1, meta + (params.size() > 2 ? "," : ""));
@@ -62,14 +63,16 @@ struct RequestFixture : RuntimeFixture {
     REQUIRE(std::holds_alternative<mcp::ParsedBody>(body));
     rapidjson::Document p;
     p.Parse(params.c_str());
-    std::string name = p.HasMember("name") ? p["name"].GetString() : "";
+    std::string name = p.HasMember("name") ? p["name"].GetString() : p.HasMember("taskId") ? p["taskId"].GetString() : "";
     mcp::ModernHeaders headers{"2026-07-28", method, name};
     auto checked = mcp::check_modern(headers, std::get<mcp::ParsedBody>(std::move(body)));
     REQUIRE(std::holds_alternative<mcp::ModernRequest>(checked));
     mcp::ModernCall call;
     call.request = std::get<mcp::ModernRequest>(std::move(checked));
     call.caller = std::move(who);
-    if (state.empty()) {
+    if (!task.empty()) {
+      call.handle = std::string(task);  // as the endpoint routes tasks/*
+    } else if (state.empty()) {
       call.handle = *mcp::new_session_id();
     } else {
       auto decoded = mcp::decode_request_state(state);
@@ -84,6 +87,7 @@ struct RequestFixture : RuntimeFixture {
     REQUIRE(handle.ok());
     runtime->send(*handle, std::move(call));
     runtime->run_until_idle();
+    run_until(clock.now_ms());  // timers due now (a tool's after(0)) fire too
     REQUIRE(answer->has_value());
     HttpResponse out = std::move(**answer);
     // A streamed response: what its sink wrote.
@@ -107,6 +111,11 @@ struct RequestFixture : RuntimeFixture {
   }
 
   std::size_t stored() { return count_prefix(memory, ""); }
+  std::size_t count_index() {
+    auto entries = runtime->scan_index("mcp.tasks");
+    REQUIRE(entries.ok());
+    return entries->size();
+  }
 
   int ids = 0;
 };
@@ -281,4 +290,119 @@ TEST_CASE("mcp request: a slow tool streams its progress, then its result") {
   REQUIRE(all.size() == 4);
   CHECK(std::string(all[0]["method"].GetString()) == "notifications/progress");
   CHECK(std::string(all[3]["result"]["resultType"].GetString()) == "complete");
+}
+
+namespace {
+
+constexpr const char* kTasks = R"({"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+
+struct TaskFixture : RequestFixture {
+  // tasks/get|update|cancel of `task` with `extra` params members (",..." or "").
+  rapidjson::Document task_op(std::string_view method, const std::string& task, std::string extra = {},
+                              mcp::Identity who = {"alice", "acme"}) {
+    return message(send(method, R"({"taskId":")" + task + "\"" + extra + "}", kTasks, {}, std::move(who), task));
+  }
+  std::string status(const std::string& task) {
+    auto got = task_op("tasks/get", task);
+    REQUIRE(got.HasMember("result"));
+    return got["result"]["status"].GetString();
+  }
+  // A tools/call that must become a task: its id.
+  std::string create(const std::string& params) {
+    auto created = message(send("tools/call", params, kTasks));
+    REQUIRE(created.HasMember("result"));
+    REQUIRE(std::string(created["result"]["resultType"].GetString()) == "task");
+    CHECK(std::string(created["result"]["status"].GetString()) == "working");
+    CHECK_FALSE(created["result"].HasMember("requestState"));
+    return created["result"]["taskId"].GetString();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mcp request: a task runs as its object's turns; tasks/get sees it work, then its result") {
+  TaskFixture f;
+  std::size_t before = f.stored();
+  std::string id = f.create(R"({"name":"slow_compute","arguments":{"seconds":2,"label":"pi"}})");
+  CHECK(f.status(id) == "working");
+  f.run_until(f.clock.now_ms() + 2000);
+  auto done = f.task_op("tasks/get", id);
+  CHECK(std::string(done["result"]["status"].GetString()) == "completed");
+  CHECK(std::string(done["result"]["resultType"].GetString()) == "complete");
+  CHECK(std::string(done["result"]["result"]["content"][0]["text"].GetString()) == "computed pi in 2 s");
+  // Another principal learns nothing of it; an id that names nothing is unknown too.
+  CHECK(f.task_op("tasks/get", id, {}, {"bob", "acme"})["error"]["code"].GetInt() == mcp::kInvalidParams);
+  CHECK(f.task_op("tasks/get", std::string(32, 'a'))["error"]["code"].GetInt() == mcp::kInvalidParams);
+  // Cancelling a finished task is acknowledged and changes nothing.
+  CHECK(std::string(f.task_op("tasks/cancel", id)["result"]["resultType"].GetString()) == "complete");
+  CHECK(f.status(id) == "completed");
+  // The record lives until its TTL, then goes with everything else.
+  f.run_until(f.clock.now_ms() + 60 * 60 * 1000);
+  CHECK(f.stored() == before);
+  CHECK(f.task_op("tasks/get", id)["error"]["code"].GetInt() == mcp::kInvalidParams);
+}
+
+TEST_CASE("mcp request: a task stops for input; tasks/update answers part, then the rest, and it runs again") {
+  TaskFixture f;
+  std::string id = f.create(R"({"name":"multi_input","arguments":{}})");
+  f.run_until(f.clock.now_ms() + 50);
+  auto waiting = f.task_op("tasks/get", id);
+  CHECK(std::string(waiting["result"]["status"].GetString()) == "input_required");
+  CHECK(waiting["result"]["inputRequests"].MemberCount() == 2);
+  // One answer, and one for a question nobody asked: acknowledged; one question is left.
+  f.task_op("tasks/update", id, R"(,"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}},"nope":{"x":1}})");
+  auto partly = f.task_op("tasks/get", id);
+  CHECK(std::string(partly["result"]["status"].GetString()) == "input_required");
+  CHECK(partly["result"]["inputRequests"].HasMember("confirm"));
+  CHECK_FALSE(partly["result"]["inputRequests"].HasMember("name"));
+  f.task_op("tasks/update", id, R"(,"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}})");
+  f.run_until(f.clock.now_ms() + 50);
+  auto done = f.task_op("tasks/get", id);
+  REQUIRE(std::string(done["result"]["status"].GetString()) == "completed");
+  CHECK(std::string(done["result"]["result"]["content"][0]["text"].GetString()) == "name \"Ada\", confirm true");
+}
+
+TEST_CASE("mcp request: a task whose process stopped is failed by its next activation, with the reaper's error") {
+  TaskFixture f;
+  std::string id = f.create(R"({"name":"slow_compute","arguments":{"seconds":60}})");
+  CHECK(f.count_index() == 1);
+  f.expected_active = 1;  // the task's work holds it in memory
+  f.restart();
+  f.expected_active = 0;
+  // Boot wakes every task the index names; the activation fails the dead one at once.
+  auto woken = actors::wake_running_tasks(*f.runtime);
+  REQUIRE(woken.ok());
+  CHECK(*woken == 1);
+  f.runtime->run_until_idle();
+  CHECK(f.count_index() == 0);
+  auto failed = f.task_op("tasks/get", id);
+  REQUIRE(std::string(failed["result"]["status"].GetString()) == "failed");
+  CHECK(std::string(failed["result"]["error"]["data"]["reason"].GetString()) == "server_restart");
+  CHECK(failed["result"]["error"]["data"]["retrySafe"].GetBool() == false);
+  CHECK_FALSE(failed["result"].HasMember("result"));
+}
+
+TEST_CASE("mcp request: cancel stops a running task; a tool that must be a task needs the extension") {
+  TaskFixture f;
+  std::string id = f.create(R"({"name":"slow_compute","arguments":{"seconds":60}})");
+  CHECK(std::string(f.task_op("tasks/cancel", id)["result"]["resultType"].GetString()) == "complete");
+  CHECK(f.status(id) == "cancelled");
+  f.run_until(f.clock.now_ms() + 61 * 1000);
+  CHECK(f.status(id) == "cancelled");  // the work's end is not recorded over it
+  CHECK(f.count_index() == 0);
+
+  auto refused = f.send("tools/call", R"({"name":"failing_job","arguments":{}})", "{}");
+  CHECK(refused.status == 400);
+  auto error = RequestFixture::message(refused);
+  CHECK(error["error"]["code"].GetInt() == mcp::kMissingRequiredClientCapability);
+  CHECK(error["error"]["data"]["requiredCapabilities"]["extensions"].HasMember(mcp::kTasksExtension));
+  // Without the extension a tool that may be a task answers the request itself.
+  auto sync = RequestFixture::message(f.send("tools/call", R"({"name":"slow_compute","arguments":{"seconds":0}})", "{}"));
+  CHECK(std::string(sync["result"]["resultType"].GetString()) == "complete");
+  // A protocol error of the tool's fails its task.
+  std::string broken = f.create(R"({"name":"protocol_error_job","arguments":{}})");
+  f.run_until(f.clock.now_ms() + 500);
+  auto failed = f.task_op("tasks/get", broken);
+  CHECK(std::string(failed["result"]["status"].GetString()) == "failed");
+  CHECK(failed["result"]["error"]["code"].GetInt() == mcp::kInternalError);
 }

@@ -4,9 +4,9 @@
 //  - the official TypeScript SDK v2 client pinned to 2026-07-28 (tools, a two-round
 //    input_required flow through its elicitation handler) and the v1 client, which still
 //    gets 2025-11-25 from the same server;
-//  - a requestState issued before a SIGKILL: accepted after the restart, exactly once.
-// The Tasks extension is not implemented yet: its scenarios (tasks-*) are the only ones
-// left out of the judgement, by name (docs/mcp.md, "Two eras on one endpoint").
+//  - a requestState issued before a SIGKILL: accepted after the restart, exactly once;
+//  - a task whose work a SIGKILL stopped: failed with server_restart at the first
+//    tasks/get after the restart, never left working.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -20,7 +20,6 @@ import {
 
 const SERVE_ARGS = ['--fixtures', 'conformance', '--modern-era'];
 const MODERN = '2026-07-28';
-const notYet = (scenario) => scenario.startsWith('tasks-');
 
 // The server scenarios `--requirements REVISION` runs, scored or not.
 function requiredServerScenarios(revision) {
@@ -49,25 +48,30 @@ async function judge(t, revision) {
   assert.ok(proc.running(), `dorm exited during the run${context()}`);
   const ran = new Set(files.map(scenarioOf));
   assert.deepEqual(expected.filter((s) => !ran.has(s)), [], `scenarios without checks.json${context()}`);
-  const judged = files.filter((f) => !notYet(scenarioOf(f)));
-  for (const scenario of expected.filter((s) => !notYet(s))) {
+  for (const scenario of expected) {
     const own = files.filter((f) => scenarioOf(f) === scenario).flatMap((f) => JSON.parse(readFileSync(f, 'utf8')));
+    // The tool itself skips some scenarios whole (tasks-status-notifications waits for a
+    // harness that listens on subscriptions/listen): reported, not counted as a pass.
+    if (own.length > 0 && own.every((c) => c.status === 'SKIPPED')) {
+      t.diagnostic(`${scenario}: every check SKIPPED by the tool`);
+      continue;
+    }
     assert.ok(own.some((c) => c.status === 'SUCCESS'), `${scenario}: no SUCCESS among ${own.length} checks`);
   }
-  const mine = judged.flatMap((f) => JSON.parse(readFileSync(f, 'utf8')));
-  t.diagnostic(`${revision}: ${counts(mine)} in ${judged.length} scenarios (${files.length - judged.length} tasks-* not judged)`);
-  const bad = mine.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+  t.diagnostic(`${revision}: ${counts(checks)} in ${files.length} scenarios`);
+  const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
   assert.equal(bad.length, 0, `${bad.length} check(s) failed or warned:\n${bad.map(describeCheck).join('\n')}${context()}`);
   return checks;
 }
 
-test('conformance alpha.12 --requirements 2026-07-28: every scenario but tasks-* passes, no FAILURE or WARNING',
+test('conformance alpha.12 --requirements 2026-07-28 (Tasks scenarios included): no FAILURE or WARNING',
   { timeout: 4 * TOOL_MS }, async (t) => {
     const checks = await judge(t, MODERN);
     // The checks that carry the revision's core rules, present and passing.
     for (const id of ['sep-2575-server-implements-discover', 'sep-2575-server-unsupported-version-error',
       'sep-2575-http-server-header-mismatch-400', 'sep-2575-server-rejects-undeclared-capability',
-      'sep-2322-multi-round-r3', 'sep-2322-reject-tampered-state']) {
+      'sep-2322-multi-round-r3', 'sep-2322-reject-tampered-state', 'sep-2663-tasks-get-status-completed',
+      'tasks-mrtr-partial-fulfillment', 'sep-2663-mrtr-synchronous-before-task-creation']) {
       const found = checks.filter((c) => c.id.startsWith(id));
       assert.ok(found.length > 0 && found.every((c) => c.status === 'SUCCESS'),
         `${id}: ${found.map((c) => c.status).join(', ') || 'missing'}`);
@@ -110,24 +114,29 @@ test('SDK v2 pinned to 2026-07-28 calls tools and answers two rounds of input_re
     assert.equal(old.content[0].text, 'session');
   });
 
-// One modern POST by hand; resolves with {status, body}.
-async function modernCall(url, id, params, name) {
+const TASKS = { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } };
+
+// One modern POST by hand; resolves with {status, body}. `name` is what Mcp-Name carries
+// (params.name for tools/call, params.taskId for tasks/*).
+async function modern(url, id, method, params, name, capabilities = { elicitation: {} }) {
   const res = await fetch(url, {
     method: 'POST',
     headers: {
       'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-      'MCP-Protocol-Version': MODERN, 'Mcp-Method': 'tools/call', 'Mcp-Name': name,
+      'MCP-Protocol-Version': MODERN, 'Mcp-Method': method, 'Mcp-Name': name,
     },
     body: JSON.stringify({
-      jsonrpc: '2.0', id, method: 'tools/call',
+      jsonrpc: '2.0', id, method,
       params: {
-        ...params, name,
-        _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } },
+        ...params,
+        _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': capabilities },
       },
     }),
   });
   return { status: res.status, body: await res.json() };
 }
+
+const modernCall = (url, id, params, name) => modern(url, id, 'tools/call', { ...params, name }, name);
 
 test('a requestState issued before a SIGKILL resumes after the restart, exactly once', { timeout: 4 * TOOL_MS }, async (t) => {
   const dataDir = tempDir(t);
@@ -150,3 +159,40 @@ test('a requestState issued before a SIGKILL resumes after the restart, exactly 
   assert.equal(replay.body.error.code, -32602);
   assert.equal(replay.body.id, 3);
 });
+
+test('a task whose work a SIGKILL stopped is failed with server_restart at the first poll after the restart',
+  { timeout: 4 * TOOL_MS }, async (t) => {
+    const dataDir = tempDir(t);
+    const first = await startServe(t, { dataDir, extraArgs: SERVE_ARGS });
+    const created = await modern(first.url, 1, 'tools/call', { name: 'slow_compute', arguments: { seconds: 600 } },
+      'slow_compute', TASKS);
+    assert.equal(created.body.result.resultType, 'task', JSON.stringify(created.body));
+    const taskId = created.body.result.taskId;
+    const working = await modern(first.url, 2, 'tasks/get', { taskId }, taskId, TASKS);
+    assert.equal(working.body.result.status, 'working');
+    first.proc.kill('SIGKILL');
+    await first.proc.waitForExit();
+
+    const second = await startServe(t, { dataDir, extraArgs: SERVE_ARGS });
+    assert.match(second.proc.stderr, /tasks_woken tasks=1/);
+    const polled = await modern(second.url, 3, 'tasks/get', { taskId }, taskId, TASKS);
+    assert.equal(polled.body.result.status, 'failed', JSON.stringify(polled.body));
+    assert.equal(polled.body.result.error.data.reason, 'server_restart');
+    assert.equal(polled.body.result.error.data.retrySafe, false);
+    // A task that did finish before the kill keeps its result across the restart.
+    const quick = await modern(second.url, 4, 'tools/call', { name: 'slow_compute', arguments: { seconds: 1 } },
+      'slow_compute', TASKS);
+    const quickId = quick.body.result.taskId;
+    let status = 'working';
+    for (let i = 0; i < 100 && status === 'working'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await modern(second.url, 5 + i, 'tasks/get', { taskId: quickId }, quickId, TASKS)).body.result.status;
+    }
+    assert.equal(status, 'completed');
+    second.proc.kill('SIGKILL');
+    await second.proc.waitForExit();
+    const third = await startServe(t, { dataDir, extraArgs: SERVE_ARGS });
+    const kept = await modern(third.url, 200, 'tasks/get', { taskId: quickId }, quickId, TASKS);
+    assert.equal(kept.body.result.status, 'completed');
+    assert.equal(kept.body.result.result.content[0].text, 'computed work in 1 s');
+  });
