@@ -4,6 +4,7 @@
 #include "mcp_request_internal.hpp"
 
 #include "dorm/mcp/feature_methods.hpp"
+#include "dorm/mcp/notifications.hpp"
 
 namespace dorm::actors {
 
@@ -15,24 +16,7 @@ namespace request_internal {
 
 void McpRequest::Call::progress(double progress, std::optional<double> total, std::string_view message) {
   if (finished_ || task_ || setup_.progress_token.empty()) return;
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("progressToken");
-  const auto& token = setup_.progress_token;
-  w.RawValue(token.data(), token.size(), rapidjson::kStringType);
-  w.Key("progress");
-  w.Double(progress);
-  if (total) {
-    w.Key("total");
-    w.Double(*total);
-  }
-  if (!message.empty()) {
-    w.Key("message");
-    w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
-  }
-  w.EndObject();
-  emit(mcp::notification("notifications/progress", buffer.GetString()));
+  emit(mcp::progress_notification(setup_.progress_token, progress, total, message));
 }
 
 void McpRequest::Call::log(std::string_view level, std::string_view data_json) {
@@ -40,15 +24,7 @@ void McpRequest::Call::log(std::string_view level, std::string_view data_json) {
   if (finished_ || task_ || wanted.empty()) return;
   int rank = log_rank(level);
   if (rank < 0 || rank < log_rank(wanted)) return;
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("level");
-  w.String(level.data(), static_cast<rapidjson::SizeType>(level.size()));
-  w.Key("data");
-  w.RawValue(data_json.data(), data_json.size(), rapidjson::kObjectType);
-  w.EndObject();
-  emit(mcp::notification("notifications/message", buffer.GetString()));
+  emit(mcp::log_notification(level, data_json));
 }
 
 void McpRequest::Call::after(std::chrono::milliseconds delay, std::function<void()> then) {
@@ -105,20 +81,7 @@ Result<void> McpRequest::Call::ask(std::string_view key, std::string_view method
     });
     return {};
   }
-  rapidjson::StringBuffer buffer;
-  JsonWriter w(buffer);
-  w.StartObject();
-  w.Key("method");
-  w.String(method.data(), static_cast<rapidjson::SizeType>(method.size()));
-  w.Key("params");
-  if (params_json.empty()) {
-    w.StartObject();
-    w.EndObject();
-  } else {
-    w.RawValue(params_json.data(), params_json.size(), rapidjson::kObjectType);
-  }
-  w.EndObject();
-  pending_[k] = buffer.GetString();
+  pending_[k] = question_json(method, params_json);
   return {};
 }
 
@@ -450,16 +413,7 @@ class PromptAsk : public mcp::PromptInput {
       }
       return std::optional<std::string>(answer->second);
     }
-    rapidjson::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("method");
-    w.String(method.data(), static_cast<rapidjson::SizeType>(method.size()));
-    w.Key("params");
-    w.RawValue(params_json.empty() ? "{}" : params_json.data(), params_json.empty() ? 2 : params_json.size(),
-               rapidjson::kObjectType);
-    w.EndObject();
-    pending[k] = buffer.GetString();
+    pending[k] = question_json(method, params_json);
     return std::optional<std::string>();
   }
 

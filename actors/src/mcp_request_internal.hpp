@@ -118,6 +118,20 @@ inline bool valid_key(std::string_view key) {
   return true;
 }
 
+// An entry of inputRequests: {"method":METHOD,"params":PARAMS} (params {} when empty).
+inline std::string question_json(std::string_view method, std::string_view params_json) {
+  rapidjson::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  w.Key("method");
+  w.String(method.data(), static_cast<rapidjson::SizeType>(method.size()));
+  w.Key("params");
+  if (params_json.empty()) params_json = "{}";
+  w.RawValue(params_json.data(), params_json.size(), rapidjson::kObjectType);
+  w.EndObject();
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
 inline std::string sse_message(std::string_view message) {
   std::string out = "event: message\n";
   mcp::append_sse_data(out, message);
@@ -291,6 +305,9 @@ class McpRequest : public DurableObject {
   // answered its last question).
   void rerun_task(const TaskRecord& task);
   std::string detailed(const TaskRecord& task) const;
+  // The members every task object has: taskId, status, statusMessage, the times, the TTL
+  // and the poll interval.
+  void write_task(JsonWriter& w, const TaskRecord& task) const;
 
   const McpRequestOptions& options_;
   const mcp::ModernServer& server_;

@@ -88,6 +88,27 @@ TaskRecord TaskRecord::from_json(std::string_view json) {
   return t;
 }
 
+void McpRequest::write_task(JsonWriter& w, const TaskRecord& task) const {
+  w.Key("taskId");
+  w.String(task.id.c_str());
+  w.Key("status");
+  w.String(task.status.c_str());
+  if (!task.status_message.empty()) {
+    w.Key("statusMessage");
+    w.String(task.status_message.c_str());
+  }
+  std::string created = mcp::iso8601_utc(task.created_ms);
+  std::string updated = mcp::iso8601_utc(task.updated_ms);
+  w.Key("createdAt");
+  w.String(created.c_str());
+  w.Key("lastUpdatedAt");
+  w.String(updated.c_str());
+  w.Key("ttlMs");
+  w.Int64(task.ttl_ms);
+  w.Key("pollIntervalMs");
+  w.Int64(options_.task_poll_interval.count());
+}
+
 std::optional<TaskRecord> McpRequest::load_task() {
   if (task_) return task_;
   auto stored = get(kTaskKey).value_or_throw();
@@ -143,19 +164,7 @@ void McpRequest::become_task(Call& call) {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
-  w.Key("taskId");
-  w.String(task.id.c_str());
-  w.Key("status");
-  w.String("working");
-  std::string at = mcp::iso8601_utc(task.created_ms);
-  w.Key("createdAt");
-  w.String(at.c_str());
-  w.Key("lastUpdatedAt");
-  w.String(at.c_str());
-  w.Key("ttlMs");
-  w.Int64(task.ttl_ms);
-  w.Key("pollIntervalMs");
-  w.Int64(options_.task_poll_interval.count());
+  write_task(w, task);
   // The schema's CallToolResult (which schema validators hold every tools/call result
   // to) requires content; an empty one says nothing and keeps them content.
   w.Key("content");
@@ -185,24 +194,7 @@ std::string McpRequest::detailed(const TaskRecord& task) const {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
-  w.Key("taskId");
-  w.String(task.id.c_str());
-  w.Key("status");
-  w.String(task.status.c_str());
-  if (!task.status_message.empty()) {
-    w.Key("statusMessage");
-    w.String(task.status_message.c_str());
-  }
-  std::string created = mcp::iso8601_utc(task.created_ms);
-  std::string updated = mcp::iso8601_utc(task.updated_ms);
-  w.Key("createdAt");
-  w.String(created.c_str());
-  w.Key("lastUpdatedAt");
-  w.String(updated.c_str());
-  w.Key("ttlMs");
-  w.Int64(task.ttl_ms);
-  w.Key("pollIntervalMs");
-  w.Int64(options_.task_poll_interval.count());
+  write_task(w, task);
   if (task.status == "completed") {
     w.Key("result");
     w.RawValue(task.result.data(), task.result.size(), rapidjson::kObjectType);

@@ -23,6 +23,7 @@
 #include "dorm/mcp/event_id.hpp"
 #include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/notification_budget.hpp"
+#include "dorm/mcp/notifications.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/session_keys.hpp"
 #include "dorm/mcp/sse_data.hpp"
@@ -230,23 +231,7 @@ class McpSession::CallContext : public mcp::ToolContext,
 
   void progress(double progress, std::optional<double> total, std::string_view message) override {
     if (finished_ || progress_token_.empty() || !within_budget()) return;
-    rapidjson::StringBuffer buffer;
-    session_internal::JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("progressToken");
-    w.RawValue(progress_token_.data(), progress_token_.size(), rapidjson::kStringType);
-    w.Key("progress");
-    w.Double(progress);
-    if (total) {
-      w.Key("total");
-      w.Double(*total);
-    }
-    if (!message.empty()) {
-      w.Key("message");
-      w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
-    }
-    w.EndObject();
-    session_.emit(*exchange_, mcp::notification("notifications/progress", buffer.GetString()));
+    session_.emit(*exchange_, mcp::progress_notification(progress_token_, progress, total, message));
   }
 
   void log(std::string_view level, std::string_view data_json) override {
@@ -254,15 +239,7 @@ class McpSession::CallContext : public mcp::ToolContext,
     int rank = session_internal::log_rank(level);
     if (rank < 0 || rank < session_internal::log_rank(session_.meta_->log_level)) return;
     if (!within_budget()) return;
-    rapidjson::StringBuffer buffer;
-    session_internal::JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("level");
-    w.String(level.data(), static_cast<rapidjson::SizeType>(level.size()));
-    w.Key("data");
-    w.RawValue(data_json.data(), data_json.size(), rapidjson::kObjectType);
-    w.EndObject();
-    session_.emit(*exchange_, mcp::notification("notifications/message", buffer.GetString()));
+    session_.emit(*exchange_, mcp::log_notification(level, data_json));
   }
 
   void after(std::chrono::milliseconds delay, std::function<void()> then) override {

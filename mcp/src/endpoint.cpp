@@ -275,36 +275,29 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
     call.handle = std::move(*minted);
   }
   call.request = std::move(req);
-  std::optional<trace::TraceContext> trace;
-  if (auto header = request.header("traceparent")) trace = trace::TraceContext::from_traceparent(*header);
-  auto id = runtime_.id_from_name(options_.request_namespace, call.handle);
-  auto handle = runtime_.get(id);
-  if (!handle) return respond(json_error(500, kInternalError, handle.error().message));
-  auto responder = std::make_shared<Responder>(std::move(respond));
-  call.responder = responder;
-  runtime_.deliver(
-      *handle, caf::make_message(std::move(call)),
-      [responder](caf::expected<caf::message> reply) {
-        if (!reply) responder->respond(to_response(reply.error()));
-      },
-      trace);
+  std::string name = call.handle;
+  deliver(options_.request_namespace, name, std::move(call), request, std::move(respond));
 }
 
 void McpEndpoint::call_session(SessionCall call, const HttpRequest& request,
                                Respond respond) const {
-  std::optional<trace::TraceContext> trace;
-  if (auto header = request.header("traceparent")) {
-    trace = trace::TraceContext::from_traceparent(*header);
-  }
   // A session id names its object through the runtime's keyed hash: an id the server
   // never minted names an object with no stored metadata, which answers 404.
-  auto id = runtime_.id_from_name(options_.session_namespace, call.session_id);
-  auto handle = runtime_.get(id);
+  std::string name = call.session_id;
+  deliver(options_.session_namespace, name, std::move(call), request, std::move(respond));
+}
+
+template <class Call>
+void McpEndpoint::deliver(const std::string& ns, const std::string& name, Call call, const HttpRequest& request,
+                          Respond respond) const {
+  std::optional<trace::TraceContext> trace;
+  if (auto header = request.header("traceparent")) trace = trace::TraceContext::from_traceparent(*header);
+  auto handle = runtime_.get(runtime_.id_from_name(ns, name));
   if (!handle) return respond(json_error(500, kInternalError, handle.error().message));
   auto responder = std::make_shared<Responder>(std::move(respond));
   call.responder = responder;
-  // The session answers through the responder; the runtime's reply only matters when
-  // the runtime refused the message (full mailbox, stopping).
+  // The object answers through the responder; the runtime's reply only matters when the
+  // runtime refused the message (full mailbox, stopping).
   runtime_.deliver(
       *handle, caf::make_message(std::move(call)),
       [responder](caf::expected<caf::message> reply) {

@@ -62,6 +62,11 @@ class McpEndpoint {
   // handle() once the caller is known: `authenticated` is the OAuth principal, or
   // nullopt for the token file or single-user mode (check_request decides).
   void serve(HttpRequest request, std::optional<Identity> authenticated, Respond respond) const;
+  // Sends `call` (a SessionCall or a ModernCall) to the object `name` of namespace `ns`
+  // with the request's trace context; the object answers through `respond`.
+  template <class Call>
+  void deliver(const std::string& ns, const std::string& name, Call call, const HttpRequest& request,
+               Respond respond) const;
   // Sends `call` to its session's object; the object's answer goes to `respond`.
   void call_session(SessionCall call, const HttpRequest& request, Respond respond) const;
   // A request of the 2026-07-28 revision (modern.hpp): checked, then answered here or by

@@ -47,8 +47,9 @@ struct ToolSpec {
   std::string annotations;                             // optional JSON object
   bool requires_approval = false;
   Exposure exposure = Exposure::both;
-  TaskSupport task_support = TaskSupport::forbidden;
   ToolHandler handler;
+  // Last, so aggregate initialisers written before it existed still compile.
+  TaskSupport task_support = TaskSupport::forbidden;
 };
 
 class ToolRegistry {
