@@ -27,6 +27,21 @@ void McpRequest::Call::log(std::string_view level, std::string_view data_json) {
   emit(mcp::log_notification(level, data_json));
 }
 
+void McpRequest::Call::notify_session(std::string_view method, std::string_view) {
+  auto list = mcp::ListenHub::list_of(method);
+  mcp::ListenHub* hub = object_.server_.listen;
+  if (finished_ || !list || !hub) {
+    log::debug("modern_notification_dropped", {{"method", std::string(method)}});
+    return;
+  }
+  object_.after_commit([hub, list] { hub->list_changed(*list); });
+}
+
+void McpRequest::Call::resource_updated(std::string_view uri) {
+  if (finished_ || !object_.server_.listen) return;
+  object_.after_commit([hub = object_.server_.listen, uri = std::string(uri)] { hub->resource_updated(uri); });
+}
+
 void McpRequest::Call::after(std::chrono::milliseconds delay, std::function<void()> then) {
   ++waiting_;
   object_.after(delay, [self = shared_from_this(), then = std::move(then)] {

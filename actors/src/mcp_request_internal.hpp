@@ -359,15 +359,12 @@ class McpRequest::Call : public mcp::ToolContext, public std::enable_shared_from
   void post(std::function<void()> then) override;
   // A modern response stream cannot be resumed: there is nothing to close early.
   void close_connection() override {}
-  // The revision has no session stream; list changes reach clients through
-  // subscriptions/listen, which this server does not offer (docs/mcp.md). Logged, so a
-  // tool author sees where the notification went.
-  void notify_session(std::string_view method, std::string_view) override {
-    log::debug("modern_notification_dropped", {{"method", std::string(method)}});
-  }
-  void resource_updated(std::string_view uri) override {
-    log::debug("modern_resource_update_dropped", {{"uri", std::string(uri)}});
-  }
+  // The revision has no session stream: list changes and resource updates go to the
+  // subscriptions/listen streams that asked for them (ListenHub), once this turn commits.
+  // Any other notification has nowhere to go in this era, and is logged so a tool author
+  // sees where it went.
+  void notify_session(std::string_view method, std::string_view) override;
+  void resource_updated(std::string_view uri) override;
   Result<void> request(std::string_view method, std::string_view params_json,
                        mcp::ClientReplyHandler on_reply) override {
     return ask("input-" + std::to_string(++unnamed_), method, params_json, std::move(on_reply));

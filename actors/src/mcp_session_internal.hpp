@@ -290,11 +290,20 @@ class McpSession::CallContext : public mcp::ToolContext,
   }
 
   void notify_session(std::string_view method, std::string_view params_json) override {
-    if (!finished_) session_.emit_standalone(mcp::notification(method, params_json));
+    if (finished_) return;
+    session_.emit_standalone(mcp::notification(method, params_json));
+    auto list = mcp::ListenHub::list_of(method);
+    if (auto* hub = session_.options_.listen; hub && list) {
+      session_.after_commit([hub, list] { hub->list_changed(*list); });
+    }
   }
 
   void resource_updated(std::string_view uri) override {
-    if (!finished_) session_.tell_subscribers(uri);
+    if (finished_) return;
+    session_.tell_subscribers(uri);
+    if (auto* hub = session_.options_.listen) {
+      session_.after_commit([hub, uri = std::string(uri)] { hub->resource_updated(uri); });
+    }
   }
 
   // notifications/cancelled: the work stops and no response is sent. The journal record

@@ -344,6 +344,19 @@ Result<void> register_modern_conformance_tools(mcp::ToolRegistry& registry) {
     };
     out.push_back(std::move(t));
   }
+  for (const char* list : {"tools", "prompts"}) {
+    // Says the list changed (the list itself is fixed: the notification is what is tested).
+    ToolSpec t;
+    t.name = std::string("test_trigger_") + (list == std::string("tools") ? "tool" : "prompt") + "_change";
+    t.description = std::string("Announces that the ") + list + " list changed (notifications/" + list +
+                    "/list_changed to every listener).";
+    t.input_schema = kNoArguments;
+    t.handler = [method = std::string("notifications/") + list + "/list_changed"](std::shared_ptr<ToolContext> ctx) {
+      ctx->notify_session(method, "{}");
+      ctx->finish(ToolResult::text("announced " + method));
+    };
+    out.push_back(std::move(t));
+  }
   for (auto& spec : task_fixtures(name_question)) out.push_back(std::move(spec));
   for (auto& spec : out) {
     if (auto ok = registry.add(std::move(spec)); !ok) return ok;

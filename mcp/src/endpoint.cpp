@@ -224,6 +224,18 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
   if (req.message.kind == Message::Kind::notification) return respond(HttpResponse{202, {}, {}});
   auto header = [&request](std::string_view name) { return request.header(name); };
   if (auto bad = check_param_headers(req, options_.modern->tools, header)) return respond(to_response(*bad));
+  if (req.message.method == "subscriptions/listen" && options_.modern->listen) {
+    auto filter = listen_filter(req, *options_.modern);
+    if (auto* refusal = std::get_if<ModernAnswer>(&filter)) {
+      return respond(HttpResponse{refusal->http_status, {{"Content-Type", "application/json"}}, std::move(refusal->body)});
+    }
+    // The acknowledgement is in the body before the head goes out: both leave in one write.
+    auto body = std::make_shared<StreamBody>();
+    options_.modern->listen->add(body, *req.message.id, std::get<ListenFilter>(std::move(filter)));
+    HttpResponse head(200, {{"Content-Type", kEventStream}, {"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+    head.stream = std::move(body);
+    return respond(std::move(head));
+  }
   if (auto answer = answer_stateless(req, *options_.modern)) {
     return respond(HttpResponse{answer->http_status, {{"Content-Type", "application/json"}},
                                 std::move(answer->body)});

@@ -81,18 +81,30 @@ void write_capabilities(detail::JsonOut& out, const ModernServer& server) {
   auto& w = out.writer();
   const bool resources = server.resources && !server.resources->empty();
   const bool prompts = server.prompts && !server.prompts->empty();
+  // With subscriptions/listen, every list change is announced and resources can be
+  // subscribed to when the registry supports it.
+  const bool listen = server.listen != nullptr;
+  auto flag = [&](const char* key, bool on) {
+    if (!on) return;
+    out.key(key);
+    w.Bool(true);
+  };
   w.StartObject();
   out.key("tools");
   w.StartObject();
+  flag("listChanged", listen);
   w.EndObject();
   if (resources) {
     out.key("resources");
     w.StartObject();
+    flag("subscribe", listen && server.resources->supports_subscribe());
+    flag("listChanged", listen);
     w.EndObject();
   }
   if (prompts) {
     out.key("prompts");
     w.StartObject();
+    flag("listChanged", listen);
     w.EndObject();
   }
   if (prompts || (resources && server.resources->template_count() > 0)) {
@@ -399,6 +411,38 @@ std::variant<ModernRequest, Rejection> check_modern(const ModernHeaders& headers
     if (token->IsString() || token->IsInt64()) out.progress_token = detail::compact(*token);
   }
   return out;
+}
+
+std::variant<ListenFilter, ModernAnswer> listen_filter(const ModernRequest& request, const ModernServer& server) {
+  const Message& m = request.message;
+  auto refuse = [&m](std::string why) {
+    return ModernAnswer{400, error_response(m.id, kInvalidParams, why)};
+  };
+  rapidjson::Document params;
+  params.Parse(m.params.c_str());
+  const rapidjson::Value* wanted = member(params, "notifications");
+  if (!wanted || !wanted->IsObject()) return refuse("subscriptions/listen needs params.notifications (an object)");
+  auto asks = [wanted](const char* key) {
+    const rapidjson::Value* v = member(*wanted, key);
+    return v && v->IsBool() && v->GetBool();
+  };
+  ListenFilter filter;
+  const bool resources = server.resources && !server.resources->empty();
+  filter.tools_list_changed = asks("toolsListChanged");
+  filter.prompts_list_changed = asks("promptsListChanged") && server.prompts && !server.prompts->empty();
+  filter.resources_list_changed = asks("resourcesListChanged") && resources;
+  if (const rapidjson::Value* uris = member(*wanted, "resourceSubscriptions")) {
+    if (!uris->IsArray()) return refuse("params.notifications.resourceSubscriptions must be an array of URIs");
+    for (const auto& uri : uris->GetArray()) {
+      if (!uri.IsString()) return refuse("params.notifications.resourceSubscriptions must be an array of URIs");
+      if (resources && server.resources->supports_subscribe()) filter.resource_uris.insert(std::string(string_of(uri)));
+    }
+  }
+  if (const rapidjson::Value* tasks = member(*wanted, "taskIds"); tasks && !declares_extension(request.client_capabilities, kTasksExtension)) {
+    auto r = tasks_extension_required(m.id, "taskIds need the " + std::string(kTasksExtension) + " extension");
+    return ModernAnswer{r.http_status, std::move(r.body)};
+  }
+  return filter;
 }
 
 std::string encode_request_state(const RequestState& state) {

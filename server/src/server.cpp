@@ -285,6 +285,7 @@ struct Server::Impl::Startup {
   // options; both outlive the runtime.
   mcp::ModernServer modern;
   actors::McpRequestOptions requests;
+  mcp::ListenHub listen;
   std::unique_ptr<trace::OtlpJsonFileTracer> tracer;
   // GET /metrics (docs/operations.md#metrics), answered on the I/O threads from the bind
   // on: declared before the server, so it outlives the threads that scrape it.
@@ -460,6 +461,7 @@ int Server::Impl::serve_bound(Startup& s) {
   MetricsDetach detach_runtime{s.metrics};
   auto sessions = session_options();
   sessions.counters = &s.metrics.session_counters();
+  if (options.modern_era) sessions.listen = &s.listen;
   std::unique_ptr<engine::Pool> pool;
   actors::CodeModeOptions code_mode;
   if (options.code_mode &&
@@ -480,7 +482,7 @@ int Server::Impl::serve_bound(Startup& s) {
   }
   if (options.modern_era) {
     s.modern = mcp::ModernServer{options.name, options.version, &tools, &resources, &prompts,
-                                 options.tools_page_size};
+                                 options.tools_page_size, &s.listen};
     s.requests.server = &s.modern;
     if (auto ok = actors::register_mcp_request(runtime, s.requests); !ok) {
       log::error("runtime_start_failed", {{"error", ok.error().describe()}});
@@ -547,6 +549,9 @@ int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Bac
   }
   endpoint.set_draining();
   srv.begin_drain();
+  // Subscriptions end cleanly with their result; their clients listen again at the
+  // successor.
+  s.listen.end_all();
   auto drain_deadline = std::chrono::steady_clock::now() + options.drain_timeout;
   StopWatchdog watchdog;
   watchdog.arm(drain_deadline + options.shutdown_grace);

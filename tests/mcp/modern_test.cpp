@@ -8,7 +8,9 @@
 #include <map>
 #include <string>
 
+#include "dorm/mcp/listen_hub.hpp"
 #include "dorm/mcp/modern.hpp"
+#include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
 
 using namespace dorm;
@@ -204,4 +206,83 @@ TEST_CASE("modern: what a tool may ask a client, by what it declared") {
   CHECK(refuse_client_request("roots/list", "{}", R"({"sampling":{}})", "here")->capability == "roots");
   CHECK(refuse_client_request("tools/call", "{}", kMeta, "here")->capability.empty());
   CHECK_FALSE(refuse_client_request("ping", "{}", "{}", "here").has_value());
+}
+
+TEST_CASE("modern: subscriptions hear what they asked for, tagged with their request id") {
+  ListenHub hub;
+  auto tools_only = std::make_shared<StreamBody>();
+  auto everything = std::make_shared<StreamBody>();
+  ListenFilter f1;
+  f1.tools_list_changed = true;
+  ListenFilter f2;
+  f2.tools_list_changed = f2.prompts_list_changed = true;
+  f2.resource_uris = {"test://a"};
+  hub.add(tools_only, RequestId(7), f1);
+  hub.add(everything, RequestId(std::string("s-1")), f2);
+  auto drain = [](StreamBody& body) {
+    auto pending = body.take();
+    body.sent(pending.bytes.size());
+    return pending.bytes;
+  };
+  auto first = drain(*tools_only);
+  CHECK(first.find(R"("method":"notifications/subscriptions/acknowledged")") != std::string::npos);
+  CHECK(first.find(R"("notifications":{"toolsListChanged":true})") != std::string::npos);
+  CHECK(first.find(R"("io.modelcontextprotocol/subscriptionId":7)") != std::string::npos);
+  CHECK(drain(*everything).find(R"("io.modelcontextprotocol/subscriptionId":"s-1")") != std::string::npos);
+
+  hub.list_changed(ListenHub::List::prompts);
+  CHECK(drain(*tools_only).empty());
+  CHECK(drain(*everything).find("notifications/prompts/list_changed") != std::string::npos);
+  hub.resource_updated("test://a");
+  hub.resource_updated("test://b");
+  auto updates = drain(*everything);
+  CHECK(updates.find(R"("uri":"test://a")") != std::string::npos);
+  CHECK(updates.find("test://b") == std::string::npos);
+  hub.list_changed(ListenHub::List::tools);
+  CHECK(drain(*tools_only).find("notifications/tools/list_changed") != std::string::npos);
+
+  // A closed connection is forgotten at the next publish; the rest end with their result.
+  tools_only->close();
+  hub.list_changed(ListenHub::List::tools);
+  CHECK(hub.size() == 1);
+  drain(*everything);
+  hub.end_all();
+  auto last = everything->take();
+  CHECK(last.end);
+  CHECK(last.bytes.find(R"("id":"s-1","result":{"resultType":"complete")") != std::string::npos);
+  CHECK(hub.size() == 0);
+  CHECK(ListenHub::list_of("notifications/tools/list_changed") == ListenHub::List::tools);
+  CHECK_FALSE(ListenHub::list_of("notifications/message").has_value());
+}
+
+TEST_CASE("modern: the listen filter keeps what the server can announce") {
+  ResourceRegistry resources;
+  ResourceSpec r;
+  r.uri = "test://a";
+  r.name = "a";
+  r.read = [](const ResourceRead&) -> Result<std::vector<ResourceContents>> { return std::vector<ResourceContents>{}; };
+  REQUIRE(resources.add(std::move(r)).ok());
+  ListenHub hub;
+  ModernServer server{"srv", "1", nullptr, &resources, nullptr, 100, &hub};
+  auto filter_of = [&server](std::string notifications, std::string caps = "{}") {
+    auto checked = check_modern(
+        good("subscriptions/listen"),
+        body_of(request("subscriptions/listen", R"({"notifications":)" + notifications +
+                                                    R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":)" +
+                                                    caps + "}}")));
+    REQUIRE(std::holds_alternative<ModernRequest>(checked));
+    return listen_filter(std::get<ModernRequest>(checked), server);
+  };
+  auto kept = filter_of(R"({"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["test://a"]})");
+  REQUIRE(std::holds_alternative<ListenFilter>(kept));
+  CHECK(std::get<ListenFilter>(kept).to_json() == R"({"toolsListChanged":true,"resourceSubscriptions":["test://a"]})");
+  CHECK(std::get<ModernAnswer>(filter_of(R"({"resourceSubscriptions":"test://a"})")).http_status == 400);
+  auto tasks = filter_of(R"({"taskIds":["x"]})");
+  REQUIRE(std::holds_alternative<ModernAnswer>(tasks));
+  CHECK(std::get<ModernAnswer>(tasks).body.find("-32021") != std::string::npos);
+  // discover now announces what listen delivers.
+  rapidjson::Document d;
+  d.Parse(discover_result(server).c_str());
+  CHECK(d["capabilities"]["tools"]["listChanged"].GetBool());
+  CHECK(d["capabilities"]["resources"]["subscribe"].GetBool());
 }

@@ -19,6 +19,7 @@
 
 #include "dorm/mcp/event_log.hpp"
 #include "dorm/mcp/idle_policy.hpp"
+#include "dorm/mcp/listen_hub.hpp"
 #include "dorm/mcp/sse_sink.hpp"
 #include "dorm/mcp/prompt_registry.hpp"
 #include "dorm/mcp/resource_registry.hpp"
@@ -84,6 +85,10 @@ struct McpSessionOptions {
   bool priming = true;
   // Where sessions count what they did (null: nowhere). Must outlive every session.
   SessionCounters* counters = nullptr;
+  // The subscriptions/listen streams of MCP 2026-07-28 clients (null: none): a tool's
+  // list change or resource update reaches them too, whichever era its caller speaks.
+  // Must outlive every session.
+  mcp::ListenHub* listen = nullptr;
 };
 
 // Registers the mcp-session namespace on `runtime`. `options` must outlive it.

@@ -39,6 +39,7 @@
 #include <variant>
 
 #include "dorm/mcp/jsonrpc.hpp"
+#include "dorm/mcp/listen_hub.hpp"
 #include "dorm/mcp/request_checks.hpp"
 
 namespace dorm::mcp {
@@ -46,6 +47,7 @@ namespace dorm::mcp {
 class ToolRegistry;
 class ResourceRegistry;
 class PromptRegistry;
+class ListenHub;
 
 inline constexpr std::string_view kModernProtocolVersion = "2026-07-28";
 
@@ -143,6 +145,9 @@ struct ModernServer {
   const ResourceRegistry* resources = nullptr;
   const PromptRegistry* prompts = nullptr;
   std::size_t page_size = 100;
+  // Where subscriptions/listen streams are kept (null: the method is not offered, and
+  // discover announces no listChanged or subscribe). Not owned.
+  ListenHub* listen = nullptr;
   // ttlMs of the cacheable lists and of server/discover: how long a client may reuse them.
   // The registries are fixed while the server runs, so only a redeploy changes them.
   std::int64_t list_ttl_ms = 60'000;
@@ -177,6 +182,12 @@ struct ModernAnswer {
   std::string body;
 };
 std::optional<ModernAnswer> answer_stateless(const ModernRequest& request, const ModernServer& server);
+
+// subscriptions/listen: the filter this server honours from the request's
+// params.notifications (list changes it can announce, resource subscriptions when its
+// resources support them; taskIds are not honoured), or the error to answer with
+// (-32602 for a malformed filter, -32021 for taskIds without the Tasks extension).
+std::variant<ListenFilter, ModernAnswer> listen_filter(const ModernRequest& request, const ModernServer& server);
 
 // A `requestState` as dorm issues it: a capability naming the durable record of a request
 // waiting for input (the object `handle`, 32 hex digits), the round of questions it
