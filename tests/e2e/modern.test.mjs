@@ -71,7 +71,8 @@ test('conformance alpha.12 --requirements 2026-07-28 (Tasks scenarios included):
     for (const id of ['sep-2575-server-implements-discover', 'sep-2575-server-unsupported-version-error',
       'sep-2575-http-server-header-mismatch-400', 'sep-2575-server-rejects-undeclared-capability',
       'sep-2322-multi-round-r3', 'sep-2322-reject-tampered-state', 'sep-2663-tasks-get-status-completed',
-      'tasks-mrtr-partial-fulfillment', 'sep-2663-mrtr-synchronous-before-task-creation']) {
+      'tasks-mrtr-partial-fulfillment', 'sep-2663-mrtr-synchronous-before-task-creation',
+      'sep-2575-server-sends-subscription-ack', 'sep-2575-server-honors-notification-filter']) {
       const found = checks.filter((c) => c.id.startsWith(id));
       assert.ok(found.length > 0 && found.every((c) => c.status === 'SUCCESS'),
         `${id}: ${found.map((c) => c.status).join(', ') || 'missing'}`);
