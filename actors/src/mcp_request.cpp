@@ -5,6 +5,7 @@
 
 #include "dorm/mcp/feature_methods.hpp"
 #include "dorm/mcp/notifications.hpp"
+#include "tool_step.hpp"
 
 namespace dorm::actors {
 
@@ -134,14 +135,7 @@ void McpRequest::Call::finish(mcp::ToolResult result) {
 }
 
 void McpRequest::Call::run(const std::function<void()>& step) {
-  try {
-    step();
-  } catch (const ErrorException& e) {
-    if (!is_input_error(e.error().code)) throw;
-    finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-  } catch (const std::exception& e) {
-    finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-  }
+  run_tool_step(step, [this](mcp::ToolResult r) { finish(std::move(r)); });
   if (finished_) return;
   if (!pending_.empty()) return input_required();
   if (!missing_.empty() && waiting_ == 0) return missing_capability();
@@ -223,6 +217,11 @@ void McpRequest::Call::end(int status, std::string message, bool keep_record) {
 }
 
 void McpRequest::Call::input_required() {
+  if (before_input_required && !task_) {
+    auto hook = std::move(before_input_required);
+    before_input_required = nullptr;
+    hook();
+  }
   if (task_) {
     // The task waits for tasks/update; this run of its tool ends here.
     finished_ = true;

@@ -264,9 +264,14 @@ class McpRequest : public DurableObject {
 
   class Call;
   class Storage;
+  class CodeRun;
+  // `execute` in this request (mcp_request_code.cpp): runs `call`'s code, replaying the
+  // execution stored by an earlier round.
+  void run_code(const std::shared_ptr<Call>& call);
 
  private:
   friend class Call;
+  friend class CodeRun;
   void handle(mcp::ModernCall call);
   // Answers `responder` with `message` (a JSON-RPC response) at `status` once the turn
   // commits.
@@ -316,6 +321,8 @@ class McpRequest : public DurableObject {
   std::shared_ptr<Call> running_;
   std::unique_ptr<Storage> storage_;
   std::optional<TaskRecord> task_;  // this object's task, once loaded or made
+  // The execution `execute` runs in this activation; its isolate goes with the object.
+  std::shared_ptr<CodeRun> code_run_;
 };
 
 class McpRequest::Storage : public mcp::ToolStorage {
@@ -392,6 +399,14 @@ class McpRequest::Call : public mcp::ToolContext, public std::enable_shared_from
   }
   bool is_task() const { return task_; }
   const std::map<std::string, std::string>& answers() const { return answers_; }
+  McpRequest& object() const { return object_; }
+  // Work outside the handler's posts and timers (an execution in the engine) that may
+  // still call back: while held, the call is not over for want of a capability.
+  void hold() { ++waiting_; }
+  void release() { --waiting_; }
+  // Runs as the round ends with questions, before its record is stored: the last chance
+  // to add questions (ask) and to store what a retry needs.
+  std::function<void()> before_input_required;
   const CallSetup& setup() const { return setup_; }
 
  private:

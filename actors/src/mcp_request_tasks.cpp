@@ -196,8 +196,16 @@ std::string McpRequest::detailed(const TaskRecord& task) const {
   w.StartObject();
   write_task(w, task);
   if (task.status == "completed") {
+    // The result as the tools/call would have answered it: a result of this revision,
+    // so with its resultType (the official Tasks client checks the inner result as a
+    // CallToolResult of 2026-07-28).
+    rapidjson::Document result;
+    result.Parse(task.result.c_str());
+    if (result.IsObject() && !result.HasMember("resultType")) {
+      result.AddMember("resultType", "complete", result.GetAllocator());
+    }
     w.Key("result");
-    w.RawValue(task.result.data(), task.result.size(), rapidjson::kObjectType);
+    result.Accept(w);
   } else if (task.status == "failed") {
     w.Key("error");
     w.RawValue(task.error.data(), task.error.size(), rapidjson::kObjectType);

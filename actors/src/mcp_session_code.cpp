@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <span>
 
+#include "code_builtins.hpp"
+#include "modern_code.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/engine/wire.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
@@ -35,46 +37,6 @@ std::string new_execution_id() {
   h[16] = "89ab"[static_cast<unsigned char>(h[16]) % 4];
   return "exec_" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
          "-" + h.substr(20);
-}
-
-// What a tools.* promise gets from a tool's CallToolResult: ok → the value (JSON), else
-// the message it rejects with. The value is the structuredContent when there is one; a
-// single text block gives its text, parsed when it is JSON ("1" → 1) and as a string
-// otherwise; anything else gives the content array.
-std::pair<bool, std::string> value_for_code(const mcp::ToolResult& result) {
-  rapidjson::Document doc;
-  doc.Parse(result.json.c_str());
-  if (doc.HasParseError() || !doc.IsObject()) return {false, "the tool returned a malformed result"};
-  const rapidjson::Value* content = member(doc, "content");
-  auto texts = [&] {
-    std::string out;
-    if (content && content->IsArray()) {
-      for (const auto& block : content->GetArray()) {
-        const rapidjson::Value* text = member(block, "text");
-        if (text && text->IsString()) {
-          if (!out.empty()) out += "\n";
-          out += text->GetString();
-        }
-      }
-    }
-    return out;
-  };
-  const rapidjson::Value* is_error = member(doc, "isError");
-  if (is_error && is_error->IsBool() && is_error->GetBool()) {
-    std::string message = texts();
-    return {false, message.empty() ? "the tool failed" : message};
-  }
-  if (const rapidjson::Value* structured = member(doc, "structuredContent")) return {true, compact(*structured)};
-  if (content && content->IsArray() && content->Size() == 1) {
-    const rapidjson::Value* text = member((*content)[0], "text");
-    if (text && text->IsString()) {
-      rapidjson::Document parsed;
-      parsed.Parse(text->GetString(), text->GetStringLength());
-      if (!parsed.HasParseError()) return {true, compact(parsed)};
-      return {true, json_string(std::string_view(text->GetString(), text->GetStringLength()))};
-    }
-  }
-  return {true, content ? compact(*content) : "null"};
 }
 
 }  // namespace
@@ -317,9 +279,7 @@ void McpSession::Code::execute(const std::shared_ptr<CallContext>& call) {
 
 void McpSession::Code::on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call) {
   if (live->ended) return;
-  if (call.path == "search" || call.path == "describe.tool" || call.path.starts_with("storage.")) {
-    return builtin(live, call);
-  }
+  if (code_builtins::is_builtin(call.path)) return builtin(live, call);
   const mcp::ToolRegistry& tools = *session_.options_.tools;
   const mcp::ToolRegistry::Entry* entry = tools.find(call.path, mcp::Exposure::code);
   if (!entry) {
@@ -403,7 +363,7 @@ void McpSession::Code::run_tool(const std::shared_ptr<Live>& live, const engine:
                                                 deliver(l, seq, false, fits.error().message);
                                                 return maybe_pause(l);
                                               }
-                                              auto [ok, value] = value_for_code(result);
+                                              auto [ok, value] = code_builtins::value_for_code(result);
                                               deliver(l, seq, ok, std::move(value));
                                               maybe_pause(l);
                                             });
@@ -549,6 +509,7 @@ Result<void> enable_code_mode(mcp::ToolRegistry& tools, McpSessionOptions& sessi
   auto handler = [](bool resume) {
     return [resume](std::shared_ptr<mcp::ToolContext> ctx) {
       auto call = std::dynamic_pointer_cast<McpSession::CallContext>(ctx);
+      if (!call && run_modern_code(ctx, resume)) return;
       if (!call || !call->code()) {
         return ctx->finish(mcp::ToolResult::error("code mode is not enabled in this session"));
       }

@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "code_builtins.hpp"
 #include "dorm/actors/code_mode.hpp"
 #include "dorm/engine/journal.hpp"
 #include "dorm/engine/pool.hpp"
@@ -53,10 +54,7 @@ using session_internal::JsonWriter;
 
 // Journal chunks stay well under the storage value limit (128 KiB by default).
 inline constexpr std::size_t kChunkBytes = 64 * 1024;
-// tools.storage keys: as the session's own keys allow, with room for the prefix.
-inline constexpr std::size_t kMaxCodeKeyBytes = 512;
-// The approval form: accepting it is the approval; it asks for nothing else.
-inline constexpr std::string_view kApprovalSchema = R"({"type":"object","properties":{}})";
+using code_builtins::kApprovalSchema;
 
 inline std::string random_hex(std::size_t bytes) {
   std::vector<std::uint8_t> raw(bytes);
@@ -173,11 +171,8 @@ class McpSession::Code {
   // the JSON error reply for the page.
   std::variant<Record, std::string> check_approval(const std::string& id, const ApprovalCredential& credential);
   void on_tool_call(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
-  // The built-in paths (mcp_session_code_builtins.cpp): search, describe.tool, storage.*.
+  // The built-in paths (code_builtins.hpp), storage.* over the session's c/ keys.
   void builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call);
-  // storage.* over the session's c/ keys: ok and the JSON value, or not ok and the error
-  // the code's promise rejects with.
-  std::pair<bool, std::string> storage_call(const std::string& path, const rapidjson::Value& args);
   void ask_approval(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,
                     const mcp::ToolRegistry::Entry& entry);
   void run_tool(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call,

@@ -1,5 +1,6 @@
-// The built-in paths of code mode's `tools` proxy: search, describe.tool and storage.*.
-#include "mcp_session_code.hpp"
+// The built-in paths of code mode's `tools` proxy: search, describe.tool and storage.*
+// (code_builtins.hpp), and the session's store for storage.*.
+#include "code_builtins.hpp"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -8,16 +9,16 @@
 #include <algorithm>
 #include <cctype>
 
+#include "mcp_session_code.hpp"
+
 namespace dorm::actors {
 
 using namespace session_internal;
 using namespace code_detail;
 
-namespace {
+namespace code_builtins {
 
-// What a built-in answers: ok and a JSON value, or not ok and the message the code's
-// promise rejects with.
-using Reply = std::pair<bool, std::string>;
+namespace {
 
 Reply refuse(std::string message) { return {false, std::move(message)}; }
 
@@ -146,41 +147,19 @@ Reply search(const std::vector<std::string>& pages, const rapidjson::Value& args
   return {true, buffer.GetString()};
 }
 
-}  // namespace
-
-void McpSession::Code::builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call) {
-  rapidjson::Document args;
-  args.Parse(call.args_json.c_str());
-  if (args.HasParseError() || !args.IsObject()) return deliver(live, call.seq, false, call.path + ": arguments must be an object");
-  Reply reply;
-  if (call.path == "search" || call.path == "describe.tool") {
-    auto pages = code_tool_pages(*session_.options_.tools);
-    if (!pages) return deliver(live, call.seq, false, pages.error().message);
-    reply = call.path == "search" ? search(*pages, args) : describe_tool(*session_.options_.tools, *pages, args);
-  } else {
-    reply = storage_call(call.path, args);
-  }
-  deliver(live, call.seq, reply.first, std::move(reply.second));
-}
-
-// tools.storage.*: the session's storage for code, JSON values under c/<key>.
-std::pair<bool, std::string> McpSession::Code::storage_call(const std::string& path, const rapidjson::Value& args) {
+Reply storage(Store& store, const std::string& path, const rapidjson::Value& args) {
   if (path == "storage.list") {
     auto limit = uint_arg(args, "limit", 100);
     if (!limit || *limit == 0 || *limit > 1000) return refuse("storage.list takes {prefix?, limit? (1-1000, default 100)}");
-    ListOptions options;
-    options.prefix = session_keys::code_data(string_arg(args, "prefix").value_or(""));
-    options.limit = *limit;
     rapidjson::StringBuffer buffer;
     JsonWriter w(buffer);
     w.StartArray();
-    for (const auto& kv : session_.list(options).value_or_throw()) {
+    for (const auto& [k, v] : store.list(string_arg(args, "prefix").value_or(""), *limit).value_or_throw()) {
       w.StartObject();
       w.Key("key");
-      std::string_view k = session_keys::parse_code_data(kv.key).value_or("");
       w.String(k.data(), static_cast<rapidjson::SizeType>(k.size()));
       w.Key("value");
-      w.RawValue(kv.value.data(), kv.value.size(), rapidjson::kObjectType);
+      w.RawValue(v.data(), v.size(), rapidjson::kObjectType);
       w.EndObject();
     }
     w.EndArray();
@@ -191,18 +170,112 @@ std::pair<bool, std::string> McpSession::Code::storage_call(const std::string& p
   }
   auto key = string_arg(args, "key");
   if (!key || key->empty()) return refuse(path + " needs {key} (a non-empty string)");
-  if (key->size() > kMaxCodeKeyBytes) {
+  if (key->size() > kMaxKeyBytes) {
     return refuse(path + ": key is " + std::to_string(key->size()) + " bytes; the limit is " +
-                  std::to_string(kMaxCodeKeyBytes));
+                  std::to_string(kMaxKeyBytes));
   }
-  if (path == "storage.get") return {true, session_.get(session_keys::code_data(*key)).value_or_throw().value_or("null")};
-  if (path == "storage.delete") return {true, session_.del(session_keys::code_data(*key)).value_or_throw() ? "true" : "false"};
+  if (path == "storage.get") return {true, store.get(*key).value_or_throw().value_or("null")};
+  if (path == "storage.delete") return {true, store.del(*key).value_or_throw() ? "true" : "false"};
   const rapidjson::Value* value = member(args, "value");
   if (!value) return refuse("storage.put needs {key, value} (any JSON value)");
-  auto stored = session_.put(session_keys::code_data(*key), compact(*value));
+  auto stored = store.put(*key, compact(*value));
   if (!stored && is_input_error(stored.error().code)) return refuse("storage.put: " + stored.error().message);
   stored.value_or_throw();
   return {true, "true"};
+}
+
+}  // namespace
+
+// What a tools.* promise gets from a tool's CallToolResult: ok → the value (JSON), else
+// the message it rejects with. The value is the structuredContent when there is one; a
+// single text block gives its text, parsed when it is JSON ("1" → 1) and as a string
+// otherwise; anything else gives the content array.
+Reply value_for_code(const mcp::ToolResult& result) {
+  rapidjson::Document doc;
+  doc.Parse(result.json.c_str());
+  if (doc.HasParseError() || !doc.IsObject()) return {false, "the tool returned a malformed result"};
+  const rapidjson::Value* content = member(doc, "content");
+  auto texts = [&] {
+    std::string out;
+    if (content && content->IsArray()) {
+      for (const auto& block : content->GetArray()) {
+        const rapidjson::Value* text = member(block, "text");
+        if (text && text->IsString()) {
+          if (!out.empty()) out += "\n";
+          out += text->GetString();
+        }
+      }
+    }
+    return out;
+  };
+  const rapidjson::Value* is_error = member(doc, "isError");
+  if (is_error && is_error->IsBool() && is_error->GetBool()) {
+    std::string message = texts();
+    return {false, message.empty() ? "the tool failed" : message};
+  }
+  if (const rapidjson::Value* structured = member(doc, "structuredContent")) return {true, compact(*structured)};
+  if (content && content->IsArray() && content->Size() == 1) {
+    const rapidjson::Value* text = member((*content)[0], "text");
+    if (text && text->IsString()) {
+      rapidjson::Document parsed;
+      parsed.Parse(text->GetString(), text->GetStringLength());
+      if (!parsed.HasParseError()) return {true, compact(parsed)};
+      return {true, json_string(std::string_view(text->GetString(), text->GetStringLength()))};
+    }
+  }
+  return {true, content ? compact(*content) : "null"};
+}
+
+bool is_builtin(std::string_view path) {
+  return path == "search" || path == "describe.tool" || path.starts_with("storage.");
+}
+
+Reply answer(const mcp::ToolRegistry& tools, Store& store, const std::string& path, const std::string& args_json) {
+  rapidjson::Document args;
+  args.Parse(args_json.c_str());
+  if (args.HasParseError() || !args.IsObject()) return refuse(path + ": arguments must be an object");
+  if (path == "search" || path == "describe.tool") {
+    auto pages = code_tool_pages(tools);
+    if (!pages) return refuse(pages.error().message);
+    return path == "search" ? search(*pages, args) : describe_tool(tools, *pages, args);
+  }
+  return storage(store, path, args);
+}
+
+}  // namespace code_builtins
+
+// tools.storage.* of a session: JSON values under its c/<key> keys.
+void McpSession::Code::builtin(const std::shared_ptr<Live>& live, const engine::ToolCallEntry& call) {
+  class SessionStore : public code_builtins::Store {
+   public:
+    explicit SessionStore(McpSession& session) : session_(session) {}
+    Result<std::optional<std::string>> get(std::string_view key) override {
+      return session_.get(session_keys::code_data(key));
+    }
+    Result<void> put(std::string_view key, std::string_view value) override {
+      return session_.put(session_keys::code_data(key), value);
+    }
+    Result<bool> del(std::string_view key) override { return session_.del(session_keys::code_data(key)); }
+    Result<std::vector<std::pair<std::string, std::string>>> list(std::string_view prefix,
+                                                                  std::size_t limit) override {
+      ListOptions options;
+      options.prefix = session_keys::code_data(prefix);
+      options.limit = limit;
+      auto listed = session_.list(options);
+      if (!listed) return std::move(listed).error();
+      std::vector<std::pair<std::string, std::string>> out;
+      for (auto& kv : *listed) {
+        out.emplace_back(std::string(session_keys::parse_code_data(kv.key).value_or("")), std::move(kv.value));
+      }
+      return out;
+    }
+
+   private:
+    McpSession& session_;
+  };
+  SessionStore store(session_);
+  auto [ok, value] = code_builtins::answer(*session_.options_.tools, store, call.path, call.args_json);
+  deliver(live, call.seq, ok, std::move(value));
 }
 
 }  // namespace dorm::actors

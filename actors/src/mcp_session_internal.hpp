@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mcp_session.hpp"
+#include "tool_step.hpp"
 #include "dorm/mcp/event_id.hpp"
 #include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/notification_budget.hpp"
@@ -134,20 +135,6 @@ inline bool parse_params(const Message& request, rapidjson::Document& doc) {
   return !doc.HasParseError() && doc.IsObject();
 }
 
-
-// Runs a piece of a tool's handler: a throw finishes the call with an error result
-// through `finish`, except a failure of the store (a non-input ErrorException, thrown by
-// value_or_throw), which is rethrown to fail the turn (see CallContext::run).
-inline void run_tool_step(const std::function<void()>& step, const std::function<void(mcp::ToolResult)>& finish) {
-  try {
-    step();
-  } catch (const ErrorException& e) {
-    if (!is_input_error(e.error().code)) throw;
-    finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-  } catch (const std::exception& e) {
-    finish(mcp::ToolResult::error(std::string("tool failed: ") + e.what()));
-  }
-}
 
 }  // namespace session_internal
 
@@ -326,7 +313,7 @@ class McpSession::CallContext : public mcp::ToolContext,
   // activation's reaper answers the call, where an error result here could not even be
   // stored.
   void run(const std::function<void()>& step) {
-    session_internal::run_tool_step(step, [this](mcp::ToolResult r) { finish(std::move(r)); });
+    run_tool_step(step, [this](mcp::ToolResult r) { finish(std::move(r)); });
   }
 
   // Runs when the client cancels the call (code mode stops the execution behind it).

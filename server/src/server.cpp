@@ -484,6 +484,7 @@ int Server::Impl::serve_bound(Startup& s) {
     s.modern = mcp::ModernServer{options.name, options.version, &tools, &resources, &prompts,
                                  options.tools_page_size, &s.listen};
     s.requests.server = &s.modern;
+    s.requests.code_mode = pool ? &code_mode : nullptr;
     if (auto ok = actors::register_mcp_request(runtime, s.requests); !ok) {
       log::error("runtime_start_failed", {{"error", ok.error().describe()}});
       return 1;

@@ -6,14 +6,21 @@
 //    gets 2025-11-25 from the same server;
 //  - a requestState issued before a SIGKILL: accepted after the restart, exactly once;
 //  - a task whose work a SIGKILL stopped: failed with server_restart at the first
-//    tasks/get after the restart, never left working.
+//    tasks/get after the restart, never left working;
+//  - the SDK v2 client with the official Tasks extension client
+//    (@modelcontextprotocol/ext-tasks) runs tasks to completion, one through tasks/update;
+//  - code mode: `execute` whose approval the SDK v2 client answers through its
+//    elicitation handler, and an execution paused across a SIGKILL that the retry
+//    replays (each tool ran once).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { startServe, tempDir } from './lib/dorm_process.mjs';
+import { sseMessages } from './lib/mcp_http.mjs';
 import {
   TOOL_MODERN, TOOL_MS, counts, describeCheck, listScenarios, readChecks, runTool, scenarioOf, tail,
 } from './lib/conformance.mjs';
@@ -196,4 +203,94 @@ test('a task whose work a SIGKILL stopped is failed with server_restart at the f
     const kept = await modern(third.url, 200, 'tasks/get', { taskId: quickId }, quickId, TASKS);
     assert.equal(kept.body.result.status, 'completed');
     assert.equal(kept.body.result.result.content[0].text, 'computed work in 1 s');
+  });
+
+test('execute over 2026-07-28: SDK v2 approves through its elicitation handler; a paused execution survives a SIGKILL',
+  { timeout: 4 * TOOL_MS }, async (t) => {
+    const args = ['--fixtures', 'testing', '--modern-era', '--code-mode'];
+    const dataDir = tempDir(t);
+    const first = await startServe(t, { dataDir, extraArgs: args });
+    const asked = [];
+    const client = new ClientV2({ name: 'e2e-v2-code', version: '1' },
+      { capabilities: { elicitation: {} }, versionNegotiation: { mode: { pin: MODERN } } });
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: {} };
+    });
+    await client.connect(new TransportV2(first.url));
+    const approved = await client.callTool({
+      name: 'execute',
+      arguments: { code: 'const n = await tools.counter_increment({}); return {n, tally: await tools.tally({})}' },
+    });
+    assert.equal(approved.structuredContent?.status, 'completed', JSON.stringify(approved));
+    assert.deepEqual(approved.structuredContent.result, { n: 1, tally: 1 });
+    assert.deepEqual(asked, ['Approve calling counter_increment with {}?']);
+    await client.close();
+
+    const code = 'const a = await tools.tally({}); const n = await tools.counter_increment({}); ' +
+      'return {a, n, b: await tools.tally({})}';
+    const r1 = await modernCall(first.url, 1, { arguments: { code } }, 'execute');
+    assert.equal(r1.body.result?.resultType, 'input_required', JSON.stringify(r1.body));
+    assert.deepEqual(Object.keys(r1.body.result.inputRequests), ['approval-2']);
+    first.proc.kill('SIGKILL');
+    await first.proc.waitForExit();
+
+    const second = await startServe(t, { dataDir, extraArgs: args });
+    const accept = { 'approval-2': { action: 'accept', content: {} } };
+    const r2 = await modernCall(second.url, 2,
+      { arguments: { code }, inputResponses: accept, requestState: r1.body.result.requestState }, 'execute');
+    assert.equal(r2.status, 200, JSON.stringify(r2.body));
+    // The first tally ran before the kill and was replayed from the journal, not run again.
+    assert.deepEqual(r2.body.result.structuredContent.result, { a: 1, n: 1, b: 2 });
+  });
+
+test('SDK v2 with the official Tasks extension client runs tasks to completion, one answering through tasks/update',
+  { timeout: 4 * TOOL_MS }, async (t) => {
+    const { url } = await startServe(t, { extraArgs: SERVE_ARGS });
+    const clientInfo = { name: 'e2e-v2-tasks', version: '1' };
+    const client = new ClientV2(clientInfo, { capabilities: TASKS, versionNegotiation: { mode: { pin: MODERN } } });
+    await client.connect(new TransportV2(url));
+    t.after(() => client.close());
+    assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+    // The SDK's own codecs refuse task results toward a 2026-07-28 peer; the extension
+    // package takes a raw dispatcher from its host for them: one modern POST per request.
+    let ids = 0;
+    const sent = [];
+    const rawDispatch = async (request, options) => {
+      sent.push(request.method);
+      const name = request.params?.name ?? request.params?.taskId;
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+          'MCP-Protocol-Version': MODERN, 'Mcp-Method': request.method, ...(name !== undefined && { 'Mcp-Name': name }),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, ...request }),
+        signal: options?.signal ?? AbortSignal.timeout(TOOL_MS),
+      });
+      const text = await res.text();
+      return (res.headers.get('content-type') ?? '').startsWith('text/event-stream') ? sseMessages(text).at(-1) : JSON.parse(text);
+    };
+    const asked = [];
+    const session = createTaskSessionFromClient(client, {
+      endpointId: 'dorm-e2e', rawDispatch,
+      v2RequestFraming: { protocolVersion: MODERN, clientInfo, clientCapabilities: TASKS },
+      onInputRequest: async (request, context) => {
+        asked.push([request.params.message, context.delivery]);
+        return { action: 'accept', content: { confirm: true } };
+      },
+    });
+    t.after(() => session.close());
+
+    const slow = await session.callTool('slow_compute', { seconds: 1 });
+    const first = (await slow.settle()).outcome;
+    assert.equal(first.status, 'completed', JSON.stringify(first));
+    assert.equal(resultFromTaskOutcome(first).content[0].text, 'computed work in 1 s');
+
+    const confirm = await session.callTool('confirm_delete', { filename: 'a.txt' });
+    const second = (await confirm.settle()).outcome;
+    assert.equal(second.status, 'completed', JSON.stringify(second));
+    assert.equal(resultFromTaskOutcome(second).content[0].text, 'deleted a.txt');
+    assert.deepEqual(asked, [['Delete a.txt?', 'task-update']]);
+    assert.ok(sent.includes('tasks/get') && sent.includes('tasks/update'), sent.join(', '));
   });

@@ -37,6 +37,17 @@
 // (`server_restart` or `session_reset`, `retrySafe: false`) by the first activation after
 // it — at boot, for every task the runtime index `mcp.tasks` names (wake_running_tasks).
 // The record is deleted `task_ttl` after the task was created.
+//
+// Code mode (McpRequestOptions::code_mode). `execute` runs its code in the engine as the
+// call's work, each tool the code calls as a turn of this object. A tool that needs a
+// person's approval (ToolSpec::requires_approval) ends a round once nothing else runs:
+// `input_required` with an `elicitation/create` per waiting call ("approval-<seq>"), and
+// the execution stored as its engine journal beside the record — no isolate is kept. The
+// retry replays the journal in a fresh isolate (no tool runs twice) and delivers the
+// answers: accept runs the tool, decline or cancel rejects the code's call. So a paused
+// execution survives a SIGKILL or a redeploy like any requestState. `tools.storage.*`
+// lasts for the request (this revision has no session to keep it in); `resume` belongs to
+// 2025 sessions and says so.
 #pragma once
 
 #include <chrono>
@@ -47,6 +58,8 @@
 #include "dorm/runtime/runtime.hpp"
 
 namespace dorm::actors {
+
+struct CodeModeOptions;
 
 inline constexpr std::string_view kMcpRequestNamespace = "mcp-request";
 
@@ -62,6 +75,10 @@ struct McpRequestOptions {
   std::chrono::milliseconds task_poll_interval{500};
   // The response stream of a call that runs past its first turn.
   mcp::SinkOptions sink;
+  // Code mode (code_mode.hpp), or null: `execute` in a request of this revision runs its
+  // code here, and an approval ends a round of input_required (see below). Must outlive
+  // the runtime.
+  const CodeModeOptions* code_mode = nullptr;
 };
 
 // Registers the mcp-request namespace. `options` must outlive the runtime.
