@@ -265,13 +265,8 @@ void McpRequest::conclude(int status, std::string message) {
 
 std::string McpRequest::issue_state(const std::map<std::string, std::string>& asked,
                                     const std::map<std::string, std::string>& answers, std::uint32_t round) {
-  std::string secret(16, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()), 16) != 1) {
-    throw std::runtime_error("RAND_bytes failed");
-  }
   Record record;
   record.round = round + 1;
-  record.secret_digest = sha256_hex(secret);
   record.owner = call_.caller;
   record.method = call_.request.message.method;
   record.digest = digest_;
@@ -289,7 +284,9 @@ std::string McpRequest::issue_state(const std::map<std::string, std::string>& as
     w.RawValue(v.data(), v.size(), rapidjson::kObjectType);
   }
   w.EndObject();
-  std::string state = mcp::encode_request_state(mcp::RequestState{call_.handle, record.round, secret});
+  // Sealed for its owner under the server's key: only that principal's retry opens it.
+  std::string state = mcp::seal_request_state(mcp::RequestState{call_.handle, record.round}, record.owner,
+                                              runtime().derive_key(mcp::kRequestStateKeyPurpose));
   w.Key("requestState");
   w.String(state.data(), static_cast<rapidjson::SizeType>(state.size()));
   w.EndObject();
@@ -338,7 +335,7 @@ void McpRequest::handle(mcp::ModernCall call) {
   digest_ = params_digest(m.method, params);
   std::map<std::string, std::string> answers;
   std::uint32_t round = 0;
-  if (!call_.secret.empty()) {
+  if (call_.resumed) {
     auto stored = get(kRecordKey).value_or_throw();
     if (!stored) {
       return conclude(400, mcp::error_response(m.id, mcp::kInvalidParams,
@@ -353,13 +350,10 @@ void McpRequest::handle(mcp::ModernCall call) {
       });
       dispose();
     };
-    std::string digest = sha256_hex(call_.secret);
-    bool secret_ok = digest.size() == record.secret_digest.size() &&
-                     CRYPTO_memcmp(digest.data(), record.secret_digest.data(), digest.size()) == 0;
-    if (!secret_ok || record.round != call_.round || !(record.owner == call_.caller)) {
-      log::info("request_state_refused", {{"reason", !secret_ok ? "secret"
-                                                     : record.round != call_.round ? "round"
-                                                                                   : "owner"}});
+    // The endpoint checked the state's MAC for this caller; the record says whether its
+    // round is the open one and whose it is.
+    if (record.round != call_.round || !(record.owner == call_.caller)) {
+      log::info("request_state_refused", {{"reason", record.round != call_.round ? "round" : "owner"}});
       return refuse("params.requestState is unknown, already used or expired");
     }
     if (record.method != m.method || record.digest != digest_) {

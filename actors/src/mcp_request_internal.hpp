@@ -144,7 +144,6 @@ inline std::string sse_message(std::string_view message) {
 // The durable record of a request waiting for input (key kRecordKey).
 struct Record {
   std::uint32_t round = 0;
-  std::string secret_digest;  // hex SHA-256 of the round's secret
   mcp::Identity owner;
   std::string method;
   std::string digest;  // params_digest
@@ -158,8 +157,6 @@ struct Record {
     w.StartObject();
     w.Key("round");
     w.Uint(round);
-    w.Key("secret");
-    str(secret_digest);
     w.Key("user");
     str(owner.user);
     w.Key("org");
@@ -196,7 +193,6 @@ struct Record {
     }
     Record r;
     r.round = doc["round"].GetUint();
-    r.secret_digest = text_of("secret");
     r.owner = mcp::Identity{text_of("user"), text_of("org")};
     r.method = text_of("method");
     r.digest = text_of("digest");
@@ -309,7 +305,10 @@ class McpRequest : public DurableObject {
   // Runs the task's tool again from the start with every answer so far (after tasks/update
   // answered its last question).
   void rerun_task(const TaskRecord& task);
+  // tasks/get's answer: the DetailedTask (detailed_task) as a result of this revision.
   std::string detailed(const TaskRecord& task) const;
+  // The DetailedTask: the task, and its result, error or open questions by status.
+  std::string detailed_task(const TaskRecord& task) const;
   // The members every task object has: taskId, status, statusMessage, the times, the TTL
   // and the poll interval.
   void write_task(JsonWriter& w, const TaskRecord& task) const;

@@ -120,6 +120,14 @@ std::optional<TaskRecord> McpRequest::load_task() {
 void McpRequest::save_task(TaskRecord& task) {
   task.updated_ms = clock().now_ms();
   put(kTaskKey, task.to_json()).value_or_throw();
+  // A new status, or new questions, is told to the owner's subscriptions that listen for
+  // this task, once it is committed.
+  bool changed = !task_ || task_->status != task.status || task_->asked != task.asked;
+  if (changed && server_.listen) {
+    after_commit([hub = server_.listen, id = task.id, owner = task.owner, json = detailed_task(task)] {
+      hub->task_status(id, owner, json);
+    });
+  }
   task_ = task;
 }
 
@@ -190,7 +198,9 @@ void McpRequest::task_settled(const std::string& status, std::string result, std
   dispose();
 }
 
-std::string McpRequest::detailed(const TaskRecord& task) const {
+std::string McpRequest::detailed(const TaskRecord& task) const { return wrap(detailed_task(task), "complete"); }
+
+std::string McpRequest::detailed_task(const TaskRecord& task) const {
   rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
@@ -219,7 +229,7 @@ std::string McpRequest::detailed(const TaskRecord& task) const {
     w.EndObject();
   }
   w.EndObject();
-  return wrap(buffer.GetString(), "complete");
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 void McpRequest::task_request(const mcp::ModernCall& call) {

@@ -231,7 +231,9 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
     }
     // The acknowledgement is in the body before the head goes out: both leave in one write.
     auto body = std::make_shared<StreamBody>();
-    options_.modern->listen->add(body, *req.message.id, std::get<ListenFilter>(std::move(filter)));
+    auto& honoured = std::get<ListenFilter>(filter);
+    honoured.owner = authenticated ? *authenticated : std::get<Identity>(caller);
+    options_.modern->listen->add(body, *req.message.id, std::move(honoured));
     HttpResponse head(200, {{"Content-Type", kEventStream}, {"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
     head.stream = std::move(body);
     return respond(std::move(head));
@@ -272,7 +274,8 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
     }
     call.handle = std::string(task_id);
   } else if (state_text) {
-    auto state = decode_request_state(*state_text);
+    // Opened here, on the HTTP thread: a tampered or foreign state reaches no object.
+    auto state = open_request_state(*state_text, call.caller, runtime_.derive_key(kRequestStateKeyPurpose));
     if (!state) {
       return respond(to_response(modern_error(400, req.message.id, kInvalidParams,
                                               "params.requestState is not one this server issued",
@@ -280,7 +283,7 @@ void McpEndpoint::serve_modern(const HttpRequest& request, RequestFacts facts,
     }
     call.handle = std::move(state->handle);
     call.round = state->round;
-    call.secret = std::move(state->secret);
+    call.resumed = true;
   } else {
     auto minted = new_session_id();
     if (!minted) return respond(json_error(500, kInternalError, minted.error().message));

@@ -49,10 +49,11 @@ std::string ListenFilter::to_json() const {
     w.Key("resourcesListChanged");
     w.Bool(true);
   }
-  if (!resource_uris.empty()) {
-    w.Key("resourceSubscriptions");
+  for (const auto* set : {&resource_uris, &task_ids}) {
+    if (set->empty()) continue;
+    w.Key(set == &resource_uris ? "resourceSubscriptions" : "taskIds");
     w.StartArray();
-    for (const auto& uri : resource_uris) w.String(uri.data(), static_cast<rapidjson::SizeType>(uri.size()));
+    for (const auto& item : *set) w.String(item.data(), static_cast<rapidjson::SizeType>(item.size()));
     w.EndArray();
   }
   w.EndObject();
@@ -110,6 +111,12 @@ void ListenHub::resource_updated(std::string_view uri) {
   std::string key(uri);
   publish([&key](const ListenFilter& f) { return f.resource_uris.count(key) > 0; }, "notifications/resources/updated",
           std::string_view(buffer.GetString(), buffer.GetSize()));
+}
+
+void ListenHub::task_status(std::string_view task_id, const Identity& owner, std::string_view task_json) {
+  std::string key(task_id);
+  publish([&](const ListenFilter& f) { return f.task_ids.count(key) > 0 && f.owner == owner; }, "notifications/tasks",
+          task_json);
 }
 
 void ListenHub::end_all() {

@@ -1,5 +1,8 @@
 #include "dorm/mcp/modern.hpp"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -438,14 +441,44 @@ std::variant<ListenFilter, ModernAnswer> listen_filter(const ModernRequest& requ
       if (resources && server.resources->supports_subscribe()) filter.resource_uris.insert(std::string(string_of(uri)));
     }
   }
-  if (const rapidjson::Value* tasks = member(*wanted, "taskIds"); tasks && !declares_extension(request.client_capabilities, kTasksExtension)) {
-    auto r = tasks_extension_required(m.id, "taskIds need the " + std::string(kTasksExtension) + " extension");
-    return ModernAnswer{r.http_status, std::move(r.body)};
+  if (const rapidjson::Value* tasks = member(*wanted, "taskIds")) {
+    if (!declares_extension(request.client_capabilities, kTasksExtension)) {
+      auto r = tasks_extension_required(m.id, "taskIds need the " + std::string(kTasksExtension) + " extension");
+      return ModernAnswer{r.http_status, std::move(r.body)};
+    }
+    const char* shape = "params.notifications.taskIds must be an array of task ids (at most 1000)";
+    if (!tasks->IsArray() || tasks->Size() > kMaxListenTaskIds) return refuse(shape);
+    for (const auto& id : tasks->GetArray()) {
+      if (!id.IsString()) return refuse(shape);
+      // Every id is honoured as asked: whose task it is shows only when it changes (the
+      // hub tells a task's changes to its owner's subscriptions alone).
+      filter.task_ids.insert(std::string(string_of(id)));
+    }
   }
   return filter;
 }
 
-std::string encode_request_state(const RequestState& state) {
+namespace {
+
+constexpr std::size_t kStateMacBytes = 16;
+
+// The first kStateMacBytes of HMAC-SHA256(key, domain ‖ handle bytes ‖ round ‖ user ‖ 0 ‖ org).
+std::string request_state_mac(std::string_view head, const Identity& owner, std::string_view key) {
+  std::string input = "dorm-request-state";
+  input.push_back('\0');
+  input.append(head);
+  input.append(owner.user).push_back('\0');
+  input.append(owner.org);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(input.data()),
+       input.size(), out, &len);
+  return std::string(reinterpret_cast<const char*>(out), kStateMacBytes);
+}
+
+}  // namespace
+
+std::string seal_request_state(const RequestState& state, const Identity& owner, std::string_view key) {
   std::string bytes;
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -456,14 +489,16 @@ std::string encode_request_state(const RequestState& state) {
     bytes += static_cast<char>(nibble(state.handle[i]) * 16 + nibble(state.handle[i + 1]));
   }
   for (int shift = 24; shift >= 0; shift -= 8) bytes += static_cast<char>((state.round >> shift) & 0xff);
-  bytes += state.secret;
+  bytes += request_state_mac(bytes, owner, key);
   return base64url_encode(bytes);
 }
 
-std::optional<RequestState> decode_request_state(std::string_view text) {
+std::optional<RequestState> open_request_state(std::string_view text, const Identity& caller, std::string_view key) {
   if (text.size() != 48) return std::nullopt;
   auto bytes = base64url_decode(text);
-  if (!bytes || bytes->size() != 36) return std::nullopt;
+  if (!bytes || bytes->size() != 20 + kStateMacBytes) return std::nullopt;
+  std::string expected = request_state_mac(std::string_view(*bytes).substr(0, 20), caller, key);
+  if (CRYPTO_memcmp(expected.data(), bytes->data() + 20, kStateMacBytes) != 0) return std::nullopt;
   RequestState out;
   static constexpr char kHex[] = "0123456789abcdef";
   for (std::size_t i = 0; i < 16; ++i) {
@@ -474,7 +509,6 @@ std::optional<RequestState> decode_request_state(std::string_view text) {
   for (std::size_t i = 16; i < 20; ++i) {
     out.round = (out.round << 8) | static_cast<unsigned char>((*bytes)[i]);
   }
-  out.secret = bytes->substr(20);
   return out;
 }
 

@@ -69,6 +69,11 @@ Result<ObjectId> IdCodec::new_unique(std::string_view ns) const {
   return from_body(ns, {reinterpret_cast<const char*>(body.data()), body.size()});
 }
 
+std::string IdCodec::derive_key(std::string_view purpose) const {
+  auto key = keyed_hash(secret_, "dorm-derived-key", purpose, {});
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
+}
+
 Result<ObjectId> IdCodec::parse(std::string_view ns, std::string_view text) const {
   if (text.size() != ObjectId::kTextLength) {
     return Error{ErrorCode::invalid_argument,

@@ -280,6 +280,8 @@ ObjectId Runtime::id_from_name(std::string_view ns, std::string_view name) const
   return impl_->ids->from_name(ns, name);
 }
 
+std::string Runtime::derive_key(std::string_view purpose) const { return impl_->ids->derive_key(purpose); }
+
 Result<ObjectId> Runtime::new_unique_id(std::string_view ns) const {
   return impl_->ids->new_unique(ns);
 }

@@ -76,16 +76,22 @@ TEST_CASE("mcp request: a state issued before a restart resumes after it, exactl
 TEST_CASE("mcp request: a foreign, tampered or mismatched state is refused and the record stays for its owner") {
   RequestFixture f;
   std::string s1 = state_of(RequestFixture::message(f.send("tools/call", multi_round())));
-  CHECK(f.send("tools/call", multi_round(kStep1), kAll, s1, {"bob", "acme"}).status == 400);
-  // The same object and round with another secret.
-  auto tampered = mcp::decode_request_state(s1);
-  REQUIRE(tampered);
-  tampered->secret[3] = static_cast<char>(tampered->secret[3] ^ 1);
-  CHECK(f.send("tools/call", multi_round(kStep1), kAll, mcp::encode_request_state(*tampered)).status == 400);
-  // Another round of the same object.
-  auto later = *mcp::decode_request_state(s1);
-  later.round += 1;
-  CHECK(f.send("tools/call", multi_round(kStep1), kAll, mcp::encode_request_state(later)).status == 400);
+  // Sealed for alice: another principal's request, or a state with a byte changed (the
+  // MAC, the handle or the round), does not open, so it reaches no object.
+  CHECK(f.opens(s1, f.alice));
+  CHECK_FALSE(f.opens(s1, {"bob", "acme"}));
+  CHECK_FALSE(f.opens(s1, {"alice", "other"}));
+  for (std::size_t at : {0ul, 20ul, 27ul, 40ul, 47ul}) {
+    std::string tampered = s1;
+    tampered[at] = tampered[at] == 'A' ? 'B' : 'A';
+    CHECK_FALSE(f.opens(tampered, f.alice));
+  }
+  // Another round of the same object, sealed with the key (as a state from an earlier
+  // round would be): the object's record knows the open round.
+  auto opened = mcp::open_request_state(s1, f.alice, f.state_key());
+  REQUIRE(opened);
+  opened->round += 1;
+  CHECK(f.send("tools/call", multi_round(kStep1), kAll, mcp::seal_request_state(*opened, f.alice, f.state_key())).status == 400);
   // The same state for other params.
   auto other = f.send("tools/call", R"({"name":"test_input_required_result_multi_round","arguments":{"x":1}})", kAll, s1);
   CHECK(other.status == 400);

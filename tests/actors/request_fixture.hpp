@@ -72,11 +72,13 @@ struct RequestFixture : RuntimeFixture {
     } else if (state.empty()) {
       call.handle = *mcp::new_session_id();
     } else {
-      auto decoded = mcp::decode_request_state(state);
-      REQUIRE(decoded.has_value());
-      call.handle = decoded->handle;
-      call.round = decoded->round;
-      call.secret = decoded->secret;
+      // As the endpoint opens it, for the caller (a state that does not open never
+      // reaches an object: see opens()).
+      auto opened = mcp::open_request_state(state, call.caller, state_key());
+      REQUIRE(opened.has_value());
+      call.handle = opened->handle;
+      call.round = opened->round;
+      call.resumed = true;
     }
     auto answer = std::make_shared<std::optional<HttpResponse>>();
     call.responder = std::make_shared<mcp::Responder>([answer](HttpResponse r) { *answer = std::move(r); });
@@ -113,6 +115,12 @@ struct RequestFixture : RuntimeFixture {
     doc.Parse(r.body.c_str());
     REQUIRE_FALSE(doc.HasParseError());
     return doc;
+  }
+
+  std::string state_key() const { return runtime->derive_key(mcp::kRequestStateKeyPurpose); }
+  // Whether the endpoint would take `state` from `who` to an object.
+  bool opens(std::string_view state, const mcp::Identity& who) const {
+    return mcp::open_request_state(state, who, state_key()).has_value();
   }
 
   std::size_t stored() { return count_prefix(memory, ""); }

@@ -20,7 +20,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
 import { startServe, tempDir } from './lib/dorm_process.mjs';
-import { sseMessages } from './lib/mcp_http.mjs';
+import { openStream, sseMessages } from './lib/mcp_http.mjs';
 import {
   TOOL_MODERN, TOOL_MS, counts, describeCheck, listScenarios, readChecks, runTool, scenarioOf, tail,
 } from './lib/conformance.mjs';
@@ -293,4 +293,34 @@ test('SDK v2 with the official Tasks extension client runs tasks to completion, 
     assert.equal(resultFromTaskOutcome(second).content[0].text, 'deleted a.txt');
     assert.deepEqual(asked, [['Delete a.txt?', 'task-update']]);
     assert.ok(sent.includes('tasks/get') && sent.includes('tasks/update'), sent.join(', '));
+  });
+
+test('a listen stream that asked for a task hears its status change (notifications/tasks)',
+  { timeout: 2 * TOOL_MS }, async (t) => {
+    const { url } = await startServe(t, { extraArgs: SERVE_ARGS });
+    const created = await modern(url, 1, 'tools/call', { name: 'slow_compute', arguments: { seconds: 600 } },
+      'slow_compute', TASKS);
+    const taskId = created.body.result.taskId;
+    assert.ok(taskId, JSON.stringify(created.body));
+    const listen = await openStream(url, 'POST', {
+      version: MODERN,
+      headers: { 'Mcp-Method': 'subscriptions/listen' },
+      body: {
+        jsonrpc: '2.0', id: 'watch', method: 'subscriptions/listen',
+        params: {
+          notifications: { taskIds: [taskId] },
+          _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': TASKS },
+        },
+      },
+    });
+    t.after(() => listen.close());
+    const ack = await listen.until((e) => e.message?.method === 'notifications/subscriptions/acknowledged');
+    assert.deepEqual(ack.message.params.notifications, { taskIds: [taskId] });
+    // The cancel happens after the acknowledgement: the change cannot be missed.
+    const cancelled = await modern(url, 2, 'tasks/cancel', { taskId }, taskId, TASKS);
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    const heard = await listen.until((e) => e.message?.method === 'notifications/tasks');
+    assert.equal(heard.message.params.taskId, taskId);
+    assert.equal(heard.message.params.status, 'cancelled');
+    assert.equal(heard.message.params._meta['io.modelcontextprotocol/subscriptionId'], 'watch');
   });

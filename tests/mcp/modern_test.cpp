@@ -156,18 +156,31 @@ TEST_CASE("modern: the result envelope, discover and the stateless answers") {
   CHECK(listed->body.find(R"("cacheScope":"public")") != std::string::npos);
 }
 
-TEST_CASE("modern: requestState carries the object, the round and the secret; anything else is refused") {
-  RequestState s{"00112233445566778899aabbccddeeff", 3, std::string(16, '\x7f')};
-  auto text = encode_request_state(s);
+TEST_CASE("modern: requestState is sealed for its owner under the key; anything else does not open") {
+  const std::string key(32, '\x42');
+  const Identity alice{"alice", "acme"};
+  RequestState s{"00112233445566778899aabbccddeeff", 3};
+  auto text = seal_request_state(s, alice, key);
   CHECK(text.size() == 48);
-  auto back = decode_request_state(text);
+  auto back = open_request_state(text, alice, key);
   REQUIRE(back);
   CHECK(back->handle == s.handle);
   CHECK(back->round == 3);
-  CHECK(back->secret == s.secret);
-  CHECK_FALSE(decode_request_state(text + "-TAMPERED").has_value());
-  CHECK_FALSE(decode_request_state(text.substr(0, 47) + "!").has_value());
-  CHECK_FALSE(decode_request_state("").has_value());
+  // Another principal (the user/org boundary included), another key, any changed byte.
+  CHECK_FALSE(open_request_state(text, Identity{"bob", "acme"}, key));
+  CHECK_FALSE(open_request_state(text, Identity{"alic", "eacme"}, key));
+  CHECK_FALSE(open_request_state(text, alice, std::string(32, '\x43')));
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    std::string changed = text;
+    changed[at] = changed[at] == 'A' ? 'B' : 'A';
+    CHECK_FALSE(open_request_state(changed, alice, key));
+  }
+  RequestState later = s;
+  later.round = 4;
+  CHECK(seal_request_state(later, alice, key) != text);
+  CHECK_FALSE(open_request_state(text + "-TAMPERED", alice, key));
+  CHECK_FALSE(open_request_state(text.substr(0, 47) + "!", alice, key));
+  CHECK_FALSE(open_request_state("", alice, key));
 }
 
 TEST_CASE("modern: Mcp-Param headers follow the arguments their schema marks") {
@@ -255,6 +268,35 @@ TEST_CASE("modern: subscriptions hear what they asked for, tagged with their req
   CHECK_FALSE(ListenHub::list_of("notifications/message").has_value());
 }
 
+TEST_CASE("modern: a task's status reaches the subscriptions of its owner that asked for it") {
+  ListenHub hub;
+  auto drain = [](StreamBody& body) {
+    auto pending = body.take();
+    body.sent(pending.bytes.size());
+    return pending.bytes;
+  };
+  auto listener = [&](std::set<std::string> ids, Identity who, std::int64_t id) {
+    auto body = std::make_shared<StreamBody>();
+    ListenFilter f;
+    f.task_ids = std::move(ids);
+    f.owner = std::move(who);
+    hub.add(body, RequestId(id), f);
+    drain(*body);
+    return body;
+  };
+  const Identity alice{"alice", "acme"};
+  auto mine = listener({"t1"}, alice, 1);
+  auto other_task = listener({"t2"}, alice, 2);
+  auto thief = listener({"t1"}, Identity{"mallory", "acme"}, 3);
+  hub.task_status("t1", alice, R"({"taskId":"t1","status":"completed"})");
+  auto heard = drain(*mine);
+  CHECK(heard.find(R"("method":"notifications/tasks")") != std::string::npos);
+  CHECK(heard.find(R"("status":"completed")") != std::string::npos);
+  CHECK(heard.find(R"("io.modelcontextprotocol/subscriptionId":1)") != std::string::npos);
+  CHECK(drain(*other_task).empty());
+  CHECK(drain(*thief).empty());
+}
+
 TEST_CASE("modern: the listen filter keeps what the server can announce") {
   ResourceRegistry resources;
   ResourceSpec r;
@@ -280,6 +322,13 @@ TEST_CASE("modern: the listen filter keeps what the server can announce") {
   auto tasks = filter_of(R"({"taskIds":["x"]})");
   REQUIRE(std::holds_alternative<ModernAnswer>(tasks));
   CHECK(std::get<ModernAnswer>(tasks).body.find("-32021") != std::string::npos);
+  // With the extension declared, the ids asked for are honoured; a malformed list is not.
+  const std::string with_tasks = R"({"extensions":{"io.modelcontextprotocol/tasks":{}}})";
+  auto honoured = filter_of(R"({"taskIds":["t1","t2"]})", with_tasks);
+  REQUIRE(std::holds_alternative<ListenFilter>(honoured));
+  CHECK(std::get<ListenFilter>(honoured).to_json() == R"({"taskIds":["t1","t2"]})");
+  CHECK(std::get<ModernAnswer>(filter_of(R"({"taskIds":"t1"})", with_tasks)).http_status == 400);
+  CHECK(std::get<ModernAnswer>(filter_of(R"({"taskIds":[1]})", with_tasks)).http_status == 400);
   // discover now announces what listen delivers.
   rapidjson::Document d;
   d.Parse(discover_result(server).c_str());

@@ -31,6 +31,18 @@ TEST_CASE("ids: another store's secret gives other ids, and rejects ours") {
   CHECK_FALSE(b.runtime->parse_id("sessions", id.to_string()).ok());
 }
 
+TEST_CASE("ids: a derived key is 32 bytes, stable over restarts, its own per purpose and per store") {
+  RuntimeFixture a, b;
+  std::string key = a.runtime->derive_key("mcp.request-state");
+  CHECK(key.size() == 32);
+  CHECK(a.runtime->derive_key("mcp.request-state") == key);
+  CHECK(a.runtime->derive_key("mcp.other") != key);
+  CHECK(b.runtime->derive_key("mcp.request-state") != key);
+  a.stop();
+  a.start();
+  CHECK(a.runtime->derive_key("mcp.request-state") == key);
+}
+
 TEST_CASE("ids: unique ids differ and parse back") {
   RuntimeFixture f;
   auto a = f.runtime->new_unique_id("sessions");

@@ -8,13 +8,14 @@
 //
 // A tool that needs input from the user (ToolContext::ask / request) ends its call with
 // `resultType: "input_required"`: the questions it asked in `inputRequests`, and a
-// `requestState` naming this object, the round and a 128-bit secret (modern.hpp,
-// RequestState). The object keeps a durable record of the request — its owner, its
-// method and a digest of its params, the answers gathered in earlier rounds, the
-// questions asked, the digest of the secret — and an alarm that erases it after
-// `state_ttl`. The client sends the request again with the answers and the state; the
-// object checks the state against its record (a tampered, foreign, replayed or expired
-// state is refused with -32602 and resumes nothing), deletes the record in the same turn
+// `requestState` naming this object and the round, sealed with an HMAC for the owning
+// principal under the server's key (modern.hpp, RequestState; the endpoint opens it, so a
+// tampered or foreign state reaches no object). The object keeps a durable record of the
+// request — its owner, its method and a digest of its params, the answers gathered in
+// earlier rounds, the questions asked — and an alarm that erases it after `state_ttl`.
+// The client sends the request again with the answers and the state; the object checks
+// the state against its record (another round, another owner, other params, a replayed or
+// expired state is refused with -32602 and resumes nothing), deletes the record in the same turn
 // (a state is good once), and runs the tool again from the start with every answer so far
 // at hand: its questions already answered are answered at once, the first new one ends
 // the round. The record is in the store, so the retry works after a SIGKILL or a

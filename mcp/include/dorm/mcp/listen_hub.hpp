@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/http_server.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
 
@@ -35,6 +36,8 @@ struct ListenFilter {
   bool prompts_list_changed = false;
   bool resources_list_changed = false;
   std::set<std::string> resource_uris;  // resourceSubscriptions
+  std::set<std::string> task_ids;       // taskIds (the Tasks extension)
+  Identity owner;                       // who listens: a task's changes reach its owner only
 
   // {"toolsListChanged":true,…}: what the acknowledgement says is honoured.
   std::string to_json() const;
@@ -53,6 +56,9 @@ class ListenHub {
   void list_changed(List list);
   // notifications/resources/updated {uri} to the subscriptions of `uri`.
   void resource_updated(std::string_view uri);
+  // notifications/tasks (params: the DetailedTask `task_json`, an object) to the
+  // subscriptions of `owner` that asked for `task_id`.
+  void task_status(std::string_view task_id, const Identity& owner, std::string_view task_json);
   // The notification method of a list change, or nullopt for any other method.
   static std::optional<List> list_of(std::string_view method);
 

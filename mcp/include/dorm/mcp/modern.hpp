@@ -38,6 +38,7 @@
 #include <string_view>
 #include <variant>
 
+#include "dorm/mcp/auth_tokens.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
 #include "dorm/mcp/listen_hub.hpp"
 #include "dorm/mcp/request_checks.hpp"
@@ -50,6 +51,9 @@ class PromptRegistry;
 class ListenHub;
 
 inline constexpr std::string_view kModernProtocolVersion = "2026-07-28";
+// The most task ids one subscriptions/listen may ask for: a bound on what one stream makes
+// every task change look through.
+inline constexpr std::size_t kMaxListenTaskIds = 1000;
 
 // The error codes the modern era adds (MCP 2026-07-28, "Error Codes").
 inline constexpr int kHeaderMismatch = -32020;
@@ -189,18 +193,23 @@ std::optional<ModernAnswer> answer_stateless(const ModernRequest& request, const
 // (-32602 for a malformed filter, -32021 for taskIds without the Tasks extension).
 std::variant<ListenFilter, ModernAnswer> listen_filter(const ModernRequest& request, const ModernServer& server);
 
-// A `requestState` as dorm issues it: a capability naming the durable record of a request
-// waiting for input (the object `handle`, 32 hex digits), the round of questions it
-// answers, and a 128-bit secret whose digest the record keeps. 48 base64url characters.
-// Nothing in it is trusted: the object compares round and secret with its record.
+// A `requestState` as dorm issues it: a handle to the durable record of a request waiting
+// for input (the object `handle`, 32 hex digits) and the round of questions it answers,
+// sealed for the principal it was issued to. 48 base64url characters: the handle (16
+// bytes), the round (4), and the first 16 bytes of HMAC-SHA256 under the server's
+// request-state key (Runtime::derive_key(kRequestStateKeyPurpose), derived from the secret
+// kept in the store) over the handle, the round and the principal. A tampered state, or
+// one issued to another principal, fails the MAC and reaches no object; the object still
+// checks the round and the owner against its record (a used or expired state finds none).
 struct RequestState {
   std::string handle;
   std::uint32_t round = 0;
-  std::string secret;  // 16 bytes
 };
-std::string encode_request_state(const RequestState& state);
-// nullopt: not a state this server's format can hold (wrong length or alphabet).
-std::optional<RequestState> decode_request_state(std::string_view text);
+inline constexpr std::string_view kRequestStateKeyPurpose = "mcp.request-state";
+std::string seal_request_state(const RequestState& state, const Identity& owner, std::string_view key);
+// nullopt: not a state this server issued to `caller` (format, alphabet or MAC), told
+// apart by nothing.
+std::optional<RequestState> open_request_state(std::string_view text, const Identity& caller, std::string_view key);
 
 // The revisions a modern client may be told about (in -32022's data and discover's
 // supportedVersions): the modern one first, then the legacy ones.

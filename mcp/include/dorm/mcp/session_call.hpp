@@ -73,10 +73,10 @@ struct ModernCall {
   Identity caller;
   // The object's name: 32 hex digits.
   std::string handle;
-  // The requestState the request carried, decoded (empty: none): the round and the
-  // secret the object checks against its record.
+  // Whether the request carried a requestState (opened: its MAC held for `caller`), and
+  // the round it names, which the object checks against its record.
+  bool resumed = false;
   std::uint32_t round = 0;
-  std::string secret;
   std::shared_ptr<Responder> responder;
 };
 

@@ -63,6 +63,9 @@ class IdCodec {
   Result<ObjectId> parse(std::string_view ns, std::string_view text) const;
   // The id with this raw body (e.g. read back from a storage key), MAC recomputed.
   ObjectId from_body(std::string_view ns, std::string_view body) const;
+  // A 32-byte key for `purpose`, derived from the secret (HMAC-SHA256 under its own
+  // domain, so no id MAC and no other purpose's key can be computed from it).
+  std::string derive_key(std::string_view purpose) const;
 
  private:
   explicit IdCodec(std::string secret) : secret_(std::move(secret)) {}

@@ -185,6 +185,10 @@ class Runtime {
   ObjectId id_from_name(std::string_view ns, std::string_view name) const;
   Result<ObjectId> new_unique_id(std::string_view ns) const;
   Result<ObjectId> parse_id(std::string_view ns, std::string_view text) const;
+  // A 32-byte key for `purpose` (a name such as "mcp.request-state"), derived from the id
+  // secret: every runtime over the same store, or given the same secret, derives the same
+  // key, and the key changes only with the secret. For MACs over things a client carries.
+  std::string derive_key(std::string_view purpose) const;
 
   // A handle usable before the object is active. Errors: unknown namespace.
   Result<ObjectHandle> get(const ObjectId& id) const;
