@@ -267,6 +267,7 @@ std::string restore_marker_path(const StorageUri& target) {
     case Scheme::sqlite:
       return target.path + ".restore-incomplete";
     case Scheme::memory:
+    case Scheme::postgres:
     case Scheme::registered:
       return {};
   }
@@ -307,6 +308,12 @@ Result<BackupManifest> create_backup(const StorageUri& source, const std::string
                  "memory: cannot be backed up: a memory store lives only inside the process "
                  "that made it, and `dorm backup` runs in another (back up a rocksdb: or "
                  "sqlite: store)"};
+  }
+  if (source.scheme == Scheme::postgres) {
+    return Error{ErrorCode::not_supported,
+                 "postgres: stores are backed up with PostgreSQL's own tools (pg_dump of the "
+                 "store's table, or base backups with WAL archiving: docs/storage.md), not with "
+                 "dorm backup"};
   }
   if (source.scheme == Scheme::registered) {
     // A backup's manifest names a built-in kind, which restore and inspect open the copy

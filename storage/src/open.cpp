@@ -4,6 +4,7 @@
 
 #include "dorm/storage/backup.hpp"
 #include "dorm/storage/memory_backend.hpp"
+#include "dorm/storage/postgres_backend.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "dorm/storage/sqlite_backend.hpp"
 #include "open_store.hpp"
@@ -31,6 +32,14 @@ Result<std::unique_ptr<Backend>> detail::open_store(const StorageUri& uri, OpenM
                          "lives only inside the process that made it"};
       }
       return std::unique_ptr<Backend>(std::make_unique<MemoryBackend>(uri.durability));
+    case Scheme::postgres: {
+      auto settings = PostgresBackend::settings_from(uri);
+      if (!settings) {
+        return Error{ErrorCode::invalid_argument, "invalid storage URI '" + uri.to_string() +
+                                                      "': " + settings.error().message};
+      }
+      return widen(PostgresBackend::open(*settings, mode));
+    }
     case Scheme::registered: {
       auto factory = detail::find_storage_scheme(uri.registered_scheme);
       if (!factory) {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "dorm/storage/postgres_backend.hpp"
 #include "scheme_registry.hpp"
 
 namespace dorm::storage {
@@ -19,6 +20,7 @@ std::string_view to_string(Scheme s) noexcept {
     case Scheme::rocksdb: return "rocksdb";
     case Scheme::sqlite: return "sqlite";
     case Scheme::memory: return "memory";
+    case Scheme::postgres: return "postgres";
     case Scheme::registered: return "registered";
   }
   return "unknown";
@@ -50,8 +52,8 @@ std::string StorageUri::to_string() const {
 // "rocksdb, sqlite or memory", and the registered schemes.
 std::string known_schemes() {
   auto registered = registered_storage_schemes();
-  if (registered.empty()) return "rocksdb, sqlite or memory";
-  std::string out = "rocksdb, sqlite, memory";
+  if (registered.empty()) return "rocksdb, sqlite, memory or postgres";
+  std::string out = "rocksdb, sqlite, memory, postgres";
   for (std::size_t i = 0; i < registered.size(); ++i) {
     out += i + 1 == registered.size() ? " or " : ", ";
     out += registered[i];
@@ -78,6 +80,8 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
     out.scheme = Scheme::sqlite;
   } else if (scheme == "memory") {
     out.scheme = Scheme::memory;
+  } else if (scheme == "postgres" || scheme == "postgresql") {
+    out.scheme = Scheme::postgres;
   } else if (detail::find_storage_scheme(scheme)) {
     out.scheme = Scheme::registered;
     out.registered_scheme = std::string(scheme);
@@ -88,6 +92,9 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
   if (out.scheme == Scheme::memory) {
     if (!path.empty()) return bad(uri, "memory: takes no path");
   } else if (path.empty() && out.scheme != Scheme::registered) {
+    if (out.scheme == Scheme::postgres) {
+      return bad(uri, "postgres: needs a server and database, e.g. postgres://dorm@localhost/dorm");
+    }
     return bad(uri, std::string(scheme) + ": needs a path, e.g. " + std::string(scheme) +
                         ":./dorm-data");
   }
@@ -121,8 +128,9 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
         } else {
           return bad(uri, "durability must be process or fsync, not '" + std::string(value) + "'");
         }
-      } else if (out.scheme == Scheme::registered) {
-        // Its factory reads it (and refuses it if it does not know it).
+      } else if (out.scheme == Scheme::registered || out.scheme == Scheme::postgres) {
+        // Its factory reads it (and refuses it if it does not know it); postgres options
+        // are checked below, once all are known.
         for (unsigned char c : pair) {
           if (c < 0x20 || c == 0x7f) return bad(uri, "an option contains a control character");
         }
@@ -140,6 +148,14 @@ Result<StorageUri> parse_storage_uri(std::string_view uri) {
       }
       if (amp == std::string_view::npos) break;
       pos = amp + 1;
+    }
+  }
+  if (out.scheme == Scheme::postgres) {
+    if (!out.path.starts_with("//")) {
+      return bad(uri, "postgres: takes a URI, postgres://[USER@]HOST[:PORT]/DATABASE");
+    }
+    if (auto settings = PostgresBackend::settings_from(out); !settings) {
+      return bad(uri, settings.error().message);
     }
   }
   return out;

@@ -379,6 +379,16 @@ TEST_CASE("backup: refusals of create_backup leave nothing behind") {
   }
 }
 
+TEST_CASE("backup: a postgres store is refused with PostgreSQL's own tools named, before any I/O") {
+  TempDir dir;
+  // No server is needed: the refusal comes before anything is opened or written.
+  auto refused = dorm::storage::create_backup(uri_of("postgres://dorm@db.invalid/dorm"), dir / "copy", {});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::not_supported);
+  CHECK(refused.error().message.find("pg_dump") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "copy"));
+}
+
 TEST_CASE("backup: backends without backup_to say so, and wrappers pass it through") {
   TempDir dir;
   dorm::storage::MemoryBackend memory;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "dorm/storage/open.hpp"
+#include "dorm/storage/postgres_backend.hpp"
 #include "temp_dir.hpp"
 
 using dorm::storage::Durability;
@@ -29,9 +30,34 @@ TEST_CASE("storage URI: the three schemes and durability") {
   CHECK(parse_storage_uri("memory:?durability=process").ok());
 }
 
+TEST_CASE("storage URI: postgres takes libpq's URI, dorm's options and libpq's own") {
+  auto r = parse_storage_uri(
+      "postgresql://dorm@db.example:5433/app?durability=fsync&table=sessions&sslmode=require&"
+      "pool=8&lock_wait=0");
+  REQUIRE(r.ok());
+  CHECK(r->scheme == Scheme::postgres);
+  CHECK(r->scheme_name() == "postgres");
+  CHECK(r->path == "//dorm@db.example:5433/app");
+  CHECK(r->durability == Durability::fsync);
+  auto settings = dorm::storage::PostgresBackend::settings_from(*r);
+  REQUIRE(settings.ok());
+  CHECK(settings->table == "sessions");
+  CHECK(settings->pool == 8);
+  CHECK(settings->lock_wait == std::chrono::seconds(0));
+  // dorm's options are not libpq's: only sslmode reaches it.
+  CHECK(settings->conninfo == "postgresql://dorm@db.example:5433/app?sslmode=require");
+  auto defaults = dorm::storage::PostgresBackend::settings_from(*parse_storage_uri("postgres://h/db"));
+  REQUIRE(defaults.ok());
+  CHECK(defaults->table == "dorm_kv");
+  CHECK(defaults->pool == 4);
+  CHECK(defaults->lock_wait == std::chrono::seconds(10));
+  CHECK(defaults->durability == Durability::process);
+}
+
 TEST_CASE("storage URI: canonical form round-trips") {
   for (const char* text : {"rocksdb:./dorm-data", "rocksdb:/a b/c?durability=fsync",
-                           "sqlite:x.db", "memory:"}) {
+                           "sqlite:x.db", "memory:",
+                           "postgres://u@h:1/d?durability=fsync&table=t&connect_timeout=3"}) {
     CAPTURE(text);
     auto r = parse_storage_uri(text);
     REQUIRE(r.ok());
@@ -49,7 +75,17 @@ TEST_CASE("storage URI: malformed input is rejected with the reason") {
   for (const Case& c : {
            Case{"", "expected SCHEME:PATH"},
            Case{"./dorm-data", "expected SCHEME:PATH"},
-           Case{"postgres://db", "unknown scheme 'postgres'"},
+           Case{"mysql://db", "unknown scheme 'mysql'"},
+           Case{"postgres:", "needs a server and database"},
+           Case{"postgres:db", "postgres://[USER@]HOST[:PORT]/DATABASE"},
+           Case{"postgres://h/db?table=Kv", "table must be a lower-case SQL identifier"},
+           Case{"postgres://h/db?table=1kv", "table must be a lower-case SQL identifier"},
+           Case{"postgres://h/db?table=kv;drop", "table must be a lower-case SQL identifier"},
+           Case{"postgres://h/db?pool=0", "pool must be a whole number from 1 to 64"},
+           Case{"postgres://h/db?pool=65", "pool must be a whole number from 1 to 64"},
+           Case{"postgres://h/db?lock_wait=-1", "lock_wait must be a whole number from 0"},
+           Case{"postgres://h/db?bogus=1", "invalid URI query parameter: \"bogus\""},
+           Case{"postgres://h/db?reserve=1GiB", "invalid URI query parameter: \"reserve\""},
            Case{"ROCKSDB:x", "unknown scheme 'ROCKSDB'"},
            Case{"rocksdb:", "needs a path"},
            Case{"sqlite:?durability=fsync", "needs a path"},

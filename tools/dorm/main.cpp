@@ -408,6 +408,10 @@ Subcommand add_bench_storage(CLI::App& bench) {
   cmd->add_flag("!--no-backends", options->backend_rows,
                 "Skip the backends table (only the RocksDB settings table)");
   cmd->add_flag("!--no-settings", options->settings_rows, "Skip the RocksDB settings table");
+  cmd->add_option("--postgres", options->postgres,
+                  "Also a PostgreSQL table: dorm's postgres backend against plain libpq, on "
+                  "the database this postgres:// URI names (tables dorm_bench_raw, "
+                  "dorm_bench_dorm are replaced)");
   return bench_subcommand(cmd, options, dorm::bench::run_storage_bench);
 }
 

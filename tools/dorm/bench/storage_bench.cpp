@@ -19,8 +19,11 @@
 #include <thread>
 
 #include "bench_stats.hpp"
+#include "raw_libpq.hpp"
 #include "self_child.hpp"
 #include "dorm/storage/memory_backend.hpp"
+#include "dorm/storage/open.hpp"
+#include "dorm/storage/postgres_backend.hpp"
 #include "dorm/storage/rocksdb_backend.hpp"
 #include "dorm/storage/sqlite_backend.hpp"
 
@@ -47,6 +50,7 @@ class Subject {
   // Materialises the prefix's entries in a fresh vector of owned strings, as a caller of
   // that API would, and returns how many there were.
   virtual std::size_t scan_prefix(const std::string& prefix) = 0;
+  virtual std::string get_description() const { return {}; }
 };
 
 // The baseline: RocksDB's own API, opened with dorm's exact Options and WriteOptions.
@@ -87,6 +91,21 @@ class RawRocksDb final : public Subject {
   std::unique_ptr<rocksdb::DB> db_;
 };
 
+// The PostgreSQL baseline: the same statements over libpq directly (raw_libpq.hpp).
+class RawPostgres final : public Subject {
+ public:
+  RawPostgres(const std::string& conninfo, const std::string& table)
+      : raw_(conninfo, table, false) {}
+  void commit(const Pairs& puts) override { raw_.commit(puts); }
+  bool get(const std::string& key, std::string& value) override { return raw_.get(key, value); }
+  std::size_t scan_prefix(const std::string& prefix) override {
+    return raw_.scan_prefix(prefix, *storage::ScanOptions::prefix_successor(prefix));
+  }
+
+ private:
+  RawLibpq raw_;
+};
+
 // Any dorm Backend.
 class ThroughBackend final : public Subject {
  public:
@@ -109,6 +128,7 @@ class ThroughBackend final : public Subject {
     return r->size();
   }
   storage::Backend& backend() { return *backend_; }
+  std::string get_description() const override { return backend_->describe(); }
 
  private:
   std::unique_ptr<storage::Backend> backend_;
@@ -396,6 +416,35 @@ void run_backends(const StorageBenchOptions& options, const fs::path& root) {
   subjects.fsync.clear();
 }
 
+// The PostgreSQL table: dorm's postgres backend against the same statements over plain
+// libpq, each on a fresh table of the database `uri` names.
+void run_postgres(const StorageBenchOptions& options) {
+  auto uri = must(storage::parse_storage_uri(options.postgres));
+  if (uri.scheme != storage::Scheme::postgres) {
+    throw std::runtime_error("--postgres takes a postgres:// URI");
+  }
+  auto settings = must(storage::PostgresBackend::settings_from(uri));
+  Subjects subjects;
+  subjects.names = {"raw libpq", "dorm postgres"};
+  subjects.process.push_back(std::make_unique<RawPostgres>(settings.conninfo, "dorm_bench_raw"));
+  { RawLibpq fresh(settings.conninfo, "dorm_bench_dorm", false); }  // an empty table for dorm
+  subjects.process.push_back(std::make_unique<ThroughBackend>(must(
+      storage::open_backend(options.postgres + (options.postgres.find('?') == std::string::npos
+                                                    ? "?"
+                                                    : "&") +
+                            "table=dorm_bench_dorm"))));
+  std::printf("\npostgres (%s): prefilling %d keys and %d prefixes x %d keys per subject...\n",
+              subjects.process[1]->get_description().c_str(), kGetKeys, kScanPrefixes, kScanWidth);
+  for (auto& s : subjects.process) prefill(*s);
+  Inputs inputs = make_inputs(options.ops);
+  StorageBenchOptions no_fsync = options;
+  no_fsync.fsync_rows = false;  // durability is the server's synchronous_commit for both
+  std::vector<Row> rows = make_rows(no_fsync, inputs);
+  Results results;
+  run_rounds(rows, subjects, options.rounds, results);
+  print_table(rows, subjects.names, results);
+}
+
 }  // namespace
 
 int run_storage_bench(const StorageBenchOptions& options) {
@@ -408,6 +457,7 @@ int run_storage_bench(const StorageBenchOptions& options) {
               options.ops, root.c_str());
   if (options.backend_rows) run_backends(options, root);
   if (options.settings_rows) run_storage_settings_bench(root, options.rounds);
+  if (!options.postgres.empty()) run_postgres(options);
   fs::remove_all(root);
   return 0;
 }

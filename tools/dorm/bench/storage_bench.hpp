@@ -16,6 +16,9 @@ struct StorageBenchOptions {
   bool open_after_kill = true;
   bool backend_rows = true;   // the backends against raw RocksDB
   bool settings_rows = true;  // candidate RocksDB settings (storage_settings_bench.cpp)
+  // A postgres:// URI (without table=): adds the PostgreSQL table, dorm's backend against
+  // the same statements over plain libpq, on tables dorm_bench_raw and dorm_bench_dorm.
+  std::string postgres;
 };
 
 int run_storage_bench(const StorageBenchOptions& options);

@@ -3,6 +3,9 @@
 //   rocksdb:PATH[?OPTIONS]   embedded RocksDB in directory PATH (the default store)
 //   sqlite:PATH[?OPTIONS]    SQLite database file PATH
 //   memory:[?OPTIONS]        an in-memory store, gone when the process exits
+//   postgres://[USER@]HOST[:PORT]/DB[?OPTIONS]
+//                            a table in a PostgreSQL database (postgres_backend.hpp);
+//                            `postgresql:` is the same scheme
 //   NAME:[PATH][?OPTIONS]    a scheme a program registered (register_storage_scheme in
 //                            open.hpp): its factory opens it
 //
@@ -11,6 +14,12 @@
 //   reserve=SIZE|P%|0          rocksdb only: free space to keep on the store's filesystem;
 //                              commits that would eat into it are refused with no_space
 //                              (default 128MiB; see space_reserve.hpp, docs/storage.md)
+//   table=NAME                 postgres only: the table holding the store (default dorm_kv)
+//   pool=N                     postgres only: connections to keep (1-64, default 4)
+//   lock_wait=SECONDS          postgres only: how long an open waits for an earlier owner's
+//                              lock to go (0-3600, default 10)
+// Every other option of a postgres URI is libpq's own (sslmode, connect_timeout, host for a
+// Unix socket directory, passfile, ...), checked by libpq when the URI is parsed.
 // A registered scheme takes `durability` too; every other option is handed to its factory
 // as written, which accepts or refuses it (the parser only checks the `name=value` form).
 //
@@ -31,7 +40,7 @@
 namespace dorm::storage {
 
 // `registered`: a scheme a program added with register_storage_scheme (open.hpp).
-enum class Scheme { rocksdb, sqlite, memory, registered };
+enum class Scheme { rocksdb, sqlite, memory, postgres, registered };
 
 std::string_view to_string(Scheme s) noexcept;
 
@@ -43,11 +52,11 @@ struct StorageUri {
   Durability durability = Durability::process;
   // rocksdb only; absent: the default reserve.
   std::optional<ReserveSpec> reserve;
-  // Scheme::registered: the options other than durability, as (name, value) in the order
-  // written, for the scheme's factory to read; empty otherwise.
+  // Scheme::registered and Scheme::postgres: the options other than durability, as
+  // (name, value) in the order written, for the scheme's factory to read; empty otherwise.
   std::vector<std::pair<std::string, std::string>> options;
 
-  // "rocksdb", "sqlite", "memory" or the registered scheme's name.
+  // "rocksdb", "sqlite", "memory", "postgres" or the registered scheme's name.
   std::string_view scheme_name() const noexcept;
 
   // The canonical form, e.g. "rocksdb:./dorm-data?durability=fsync&reserve=64MiB"; parses

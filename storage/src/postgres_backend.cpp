@@ -1,0 +1,644 @@
+#include "dorm/storage/postgres_backend.hpp"
+
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+namespace dorm::storage {
+namespace {
+
+constexpr Oid kByteaOid = 17;
+constexpr Oid kInt8Oid = 20;
+constexpr Oid kByteaArrayOid = 1001;
+// A commit that deadlocks with another (two batches writing the same keys in different
+// orders) or fails serialization is rolled back whole by the server: run it again.
+constexpr int kCommitAttempts = 5;
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+}
+
+// PostgreSQL's binary array format for a one-dimensional bytea[] without NULLs: the
+// parameter we send for key and value lists.
+std::string bytea_array(const std::vector<std::string_view>& items) {
+  std::string out;
+  std::size_t size = 20;
+  for (auto item : items) size += 4 + item.size();
+  out.reserve(size);
+  put_u32(out, items.empty() ? 0 : 1);  // dimensions
+  put_u32(out, 0);                      // no NULLs
+  put_u32(out, kByteaOid);
+  if (!items.empty()) {
+    put_u32(out, static_cast<std::uint32_t>(items.size()));
+    put_u32(out, 1);  // lower bound
+  }
+  for (auto item : items) {
+    put_u32(out, static_cast<std::uint32_t>(item.size()));
+    out.append(item);
+  }
+  return out;
+}
+
+std::string int8_binary(std::uint64_t v) {
+  std::string out;
+  put_u32(out, static_cast<std::uint32_t>(v >> 32));
+  put_u32(out, static_cast<std::uint32_t>(v));
+  return out;
+}
+
+// Whether `name` may name the table: a lower-case SQL identifier that needs no quoting.
+bool plain_identifier(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  if (!(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z'))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
+}
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+// What a failed statement means to dorm's callers, by SQLSTATE class.
+ErrorCode classify(const PGresult* result, const PGconn* conn) {
+  if (PQstatus(conn) == CONNECTION_BAD) return ErrorCode::unavailable;
+  const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string_view s = state ? state : "";
+  if (s == "53100") return ErrorCode::no_space;           // disk_full
+  if (s == "54000") return ErrorCode::limit_exceeded;     // e.g. a key too long for the index
+  if (s == "25006") return ErrorCode::read_only;          // read_only_sql_transaction
+  if (s == "55P03") return ErrorCode::busy;               // lock_not_available
+  if (s.starts_with("08") || s.starts_with("57P")) return ErrorCode::unavailable;
+  if (s == "XX001" || s == "XX002") return ErrorCode::corruption;
+  return ErrorCode::io_error;
+}
+
+bool retryable(const PGresult* result) {
+  const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string_view s = state ? state : "";
+  return s == "40001" || s == "40P01";  // serialization_failure, deadlock_detected
+}
+
+std::string trimmed_message(const char* text) {
+  std::string out = text ? text : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out.empty() ? "no message from libpq" : out;
+}
+
+Error pg_error(const PGresult* result, const PGconn* conn, const std::string& what) {
+  const char* text = result ? PQresultErrorMessage(result) : nullptr;
+  if (!text || !*text) text = PQerrorMessage(conn);
+  return Error{classify(result, conn), what + ": " + trimmed_message(text)};
+}
+
+bool ok_status(const PGresult* r) {
+  auto s = PQresultStatus(r);
+  return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
+
+std::string cell(const PGresult* r, int row, int column) {
+  return std::string(PQgetvalue(r, row, column),
+                     static_cast<std::size_t>(PQgetlength(r, row, column)));
+}
+
+// The net effect of a batch, which applying its operations in order leaves: delete every
+// range, then apply the last put or delete of each key that came after the last range
+// covering it. Keys come out sorted, so concurrent commits lock rows in one order.
+struct NetEffect {
+  std::vector<std::pair<std::string_view, std::string_view>> ranges;
+  std::map<std::string_view, std::optional<std::string_view>> keys;  // nullopt: delete
+
+  explicit NetEffect(const WriteBatch& batch) {
+    for (const auto op : batch.ops()) {
+      switch (op.kind) {
+        case WriteBatch::Kind::put: keys.insert_or_assign(op.key, op.value); break;
+        case WriteBatch::Kind::del: keys.insert_or_assign(op.key, std::nullopt); break;
+        case WriteBatch::Kind::delete_range:
+          if (op.key < op.value) {
+            keys.erase(keys.lower_bound(op.key), keys.lower_bound(op.value));
+            ranges.emplace_back(op.key, op.value);
+          }
+          break;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+class PostgresBackend::Connection {
+ public:
+  explicit Connection(PGconn* conn) : conn_(conn) {}
+  ~Connection() { PQfinish(conn_); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  PGconn* get() const { return conn_; }
+  bool broken() const { return PQstatus(conn_) == CONNECTION_BAD; }
+
+  // Runs `sql` (no parameters, text results).
+  Result<PgResult> exec(const std::string& sql, const std::string& what) {
+    PgResult r(PQexec(conn_, sql.c_str()));
+    if (!r || !ok_status(r.get())) return pg_error(r.get(), conn_, what);
+    return r;
+  }
+
+  // Runs a prepared statement with binary parameters and binary results.
+  Result<PgResult> run(const char* statement, const std::vector<std::string_view>& params,
+                       const std::vector<bool>& null_params, const std::string& what) {
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    std::vector<int> formats(params.size(), 1);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      bool null = i < null_params.size() && null_params[i];
+      // A non-null pointer even for an empty value: NULL would mean SQL NULL.
+      values.push_back(null ? nullptr : (params[i].empty() ? "" : params[i].data()));
+      lengths.push_back(static_cast<int>(params[i].size()));
+    }
+    PgResult r(PQexecPrepared(conn_, statement, static_cast<int>(params.size()), values.data(),
+                              lengths.data(), formats.data(), 1));
+    if (!r || !ok_status(r.get())) return pg_error(r.get(), conn_, what);
+    return r;
+  }
+
+  // Queues a statement in pipeline mode; false when libpq refused to queue it.
+  bool send(const char* statement, const std::vector<std::string_view>& params) {
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    std::vector<int> formats(params.size(), 1);
+    for (auto p : params) {
+      values.push_back(p.empty() ? "" : p.data());
+      lengths.push_back(static_cast<int>(p.size()));
+    }
+    return PQsendQueryPrepared(conn_, statement, static_cast<int>(params.size()), values.data(),
+                               lengths.data(), formats.data(), 1) == 1;
+  }
+
+  bool send_plain(const char* sql) {
+    return PQsendQueryParams(conn_, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+class PostgresBackend::Lease {
+ public:
+  Lease(PostgresBackend* owner, std::unique_ptr<Connection> c)
+      : owner_(owner), connection_(std::move(c)) {}
+  Lease(Lease&& other) noexcept = default;
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    if (owner_ && connection_) owner_->release(std::move(connection_));
+  }
+  Connection& operator*() const { return *connection_; }
+  Connection* operator->() const { return connection_.get(); }
+
+ private:
+  PostgresBackend* owner_;
+  std::unique_ptr<Connection> connection_;
+};
+
+Result<PostgresBackend::Settings> PostgresBackend::settings_from(const StorageUri& uri) {
+  Settings settings;
+  settings.durability = uri.durability;
+  std::string libpq_query;
+  for (const auto& [name, value] : uri.options) {
+    if (name == "table") {
+      if (!plain_identifier(value)) {
+        return Error{ErrorCode::invalid_argument,
+                     "table must be a lower-case SQL identifier of 1-63 characters "
+                             "(letters a-z, digits, '_'; not starting with a digit), not '" +
+                         value + "'"};
+      }
+      settings.table = value;
+    } else if (name == "pool" || name == "lock_wait") {
+      const bool pool = name == "pool";
+      const long low = pool ? 1 : 0;
+      const long high = pool ? 64 : 3600;
+      long n = -1;
+      bool digits = !value.empty() && value.size() <= 6 &&
+                    std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits) n = std::stol(value);
+      if (n < low || n > high) {
+        return Error{ErrorCode::invalid_argument,
+                     name + " must be a whole number from " + std::to_string(low) +
+                         " to " + std::to_string(high) + (pool ? " (connections)" : " (seconds)") +
+                         ", not '" + value + "'"};
+      }
+      if (pool) {
+        settings.pool = static_cast<std::size_t>(n);
+      } else {
+        settings.lock_wait = std::chrono::seconds(n);
+      }
+    } else {
+      libpq_query += (libpq_query.empty() ? "?" : "&") + name + "=" + value;
+    }
+  }
+  settings.conninfo = "postgresql:" + uri.path + libpq_query;
+  // libpq parses its own URI: an unknown parameter or a malformed authority is its error.
+  char* message = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(settings.conninfo.c_str(), &message);
+  if (!parsed) {
+    std::string why = trimmed_message(message);
+    PQfreemem(message);
+    return Error{ErrorCode::invalid_argument, why};
+  }
+  PQconninfoFree(parsed);
+  return settings;
+}
+
+PostgresBackend::PostgresBackend(Settings settings, OpenMode mode)
+    : settings_(std::move(settings)), mode_(mode) {}
+
+PostgresBackend::~PostgresBackend() {
+  idle_.clear();
+  owner_.reset();  // ends its session: the server releases the owner lock
+}
+
+Result<std::unique_ptr<PostgresBackend::Connection>> PostgresBackend::connect_one(bool prepare) {
+  // application_name lets an operator see dorm's sessions in pg_stat_activity.
+  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* values[] = {settings_.conninfo.c_str(), "dorm", nullptr};
+  PGconn* raw = PQconnectdbParams(keys, values, 1);
+  if (!raw) return Error{ErrorCode::internal, "libpq could not allocate a connection"};
+  auto c = std::make_unique<Connection>(raw);
+  if (PQstatus(raw) != CONNECTION_OK) {
+    return Error{ErrorCode::unavailable,
+                 "cannot connect to PostgreSQL for " + description_ + ": " +
+                     trimmed_message(PQerrorMessage(raw))};
+  }
+  // Notices (e.g. "relation already exists, skipping") are not for dorm's stderr.
+  PQsetNoticeProcessor(raw, [](void*, const char*) {}, nullptr);
+  if (PQserverVersion(raw) < 110000) {
+    return Error{ErrorCode::invalid_argument,
+                 description_ + ": PostgreSQL " + std::to_string(PQserverVersion(raw) / 10000) +
+                     " is too old (dorm needs 11 or newer)"};
+  }
+  std::string session;
+  if (settings_.durability == Durability::fsync) session += "SET synchronous_commit = on;";
+  if (mode_ == OpenMode::read_only) session += "SET default_transaction_read_only = on;";
+  if (!session.empty()) {
+    if (auto r = c->exec(session, description_ + ": setting up a session"); !r) {
+      return std::move(r).error();
+    }
+  }
+  if (!prepare) return c;
+  // The table is found through the connection's search_path, as any other client of the
+  // database would find it ("$user", then public, unless the operator set otherwise).
+  const std::string t = "\"" + settings_.table + "\"";
+  const std::pair<const char*, std::string> statements[] = {
+      {"get", "SELECT v FROM " + t + " WHERE k = $1"},
+      {"get_many", "SELECT k, v FROM " + t + " WHERE k = ANY($1::bytea[])"},
+      {"scan_f", "SELECT k, v FROM " + t + " WHERE k >= $1 ORDER BY k LIMIT $2"},
+      {"scan_fu", "SELECT k, v FROM " + t + " WHERE k >= $1 AND k < $3 ORDER BY k LIMIT $2"},
+      {"scan_r", "SELECT k, v FROM " + t + " WHERE k >= $1 ORDER BY k DESC LIMIT $2"},
+      {"scan_ru", "SELECT k, v FROM " + t + " WHERE k >= $1 AND k < $3 ORDER BY k DESC LIMIT $2"},
+      {"del_range", "DELETE FROM " + t + " WHERE k >= $1 AND k < $2"},
+      {"del_keys", "DELETE FROM " + t + " WHERE k = ANY($1::bytea[])"},
+      {"upsert", "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) "
+                 "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"},
+  };
+  const Oid types[] = {kByteaOid, kInt8Oid, kByteaOid};
+  for (const auto& [name, sql] : statements) {
+    const bool scan = std::string_view(name).starts_with("scan");
+    const bool arrays = std::string_view(name) == "get_many" ||
+                        std::string_view(name) == "del_keys" || std::string_view(name) == "upsert";
+    const Oid array_types[] = {kByteaArrayOid, kByteaArrayOid};
+    const Oid pair_types[] = {kByteaOid, kByteaOid};
+    const Oid* param_types = arrays ? array_types : scan ? types : pair_types;
+    int count = arrays ? (std::string_view(name) == "upsert" ? 2 : 1)
+                : scan ? (std::string_view(name).ends_with("u") ? 3 : 2)
+                       : (std::string_view(name) == "get" ? 1 : 2);
+    PgResult r(PQprepare(raw, name, sql.c_str(), count, param_types));
+    if (!r || !ok_status(r.get())) {
+      return pg_error(r.get(), raw, description_ + ": preparing " + name);
+    }
+  }
+  return c;
+}
+
+Result<std::unique_ptr<PostgresBackend>> PostgresBackend::open(const Settings& settings,
+                                                               OpenMode mode) {
+  std::unique_ptr<PostgresBackend> b(new PostgresBackend(settings, mode));
+
+  // The description: what libpq will connect to, never the password.
+  b->description_ = "postgres:";
+  {
+    PQconninfoOption* parsed = PQconninfoParse(settings.conninfo.c_str(), nullptr);
+    if (!parsed) {
+      return Error{ErrorCode::invalid_argument, "cannot parse '" + settings.conninfo + "'"};
+    }
+    std::map<std::string, std::string> fields;
+    for (auto* o = parsed; o->keyword; ++o) {
+      if (o->val && *o->val) fields[o->keyword] = o->val;
+    }
+    PQconninfoFree(parsed);
+    b->description_ += "//" + (fields.count("user") ? fields["user"] + "@" : std::string()) +
+                       fields["host"] + (fields.count("port") ? ":" + fields["port"] : "") + "/" +
+                       fields["dbname"] + "?table=" + settings.table;
+  }
+
+  // The first connection checks the server and, for an owner, holds the lock.
+  auto first = b->connect_one(false);
+  if (!first) return std::move(first).error();
+  Connection& c = **first;
+  if (settings.durability == Durability::fsync) {
+    auto fsync = c.exec("SHOW fsync", b->description_ + ": reading the server's fsync");
+    if (!fsync) return std::move(fsync).error();
+    if (std::string_view(PQgetvalue(fsync->get(), 0, 0)) != "on") {
+      return Error{ErrorCode::invalid_argument,
+                   b->description_ +
+                       ": durability=fsync needs a server running with fsync = on (this one "
+                       "has it off, so a commit would not survive a power loss)"};
+    }
+  }
+  const std::string lock_key = "dorm:" + settings.table + "@";
+  if (mode == OpenMode::read_write) {
+    if (auto taken = b->take_owner_lock(c, lock_key); !taken) return std::move(taken).error();
+    auto created = c.exec("CREATE TABLE IF NOT EXISTS \"" + settings.table +
+                              "\" (k bytea PRIMARY KEY, v bytea NOT NULL)",
+                          b->description_ + ": creating the table");
+    if (!created) return std::move(created).error();
+    b->owner_ = std::move(first).value();
+  } else {
+    std::string name = "\"" + settings.table + "\"";
+    const char* values[] = {name.c_str()};
+    PgResult r(PQexecParams(c.get(), "SELECT to_regclass($1) IS NOT NULL", 1, nullptr, values,
+                            nullptr, nullptr, 0));
+    if (!r || !ok_status(r.get())) {
+      return pg_error(r.get(), c.get(), b->description_ + ": looking for the table");
+    }
+    if (std::string_view(PQgetvalue(r.get(), 0, 0)) != "t") {
+      return Error{ErrorCode::not_found,
+                   b->description_ + ": no such store (the table does not exist)"};
+    }
+  }
+  // One pooled connection now, so a statement the server refuses shows up at open.
+  auto pooled = b->acquire();
+  if (!pooled) return std::move(pooled).error();
+  return b;
+}
+
+Result<void> PostgresBackend::take_owner_lock(Connection& c, const std::string& key) {
+  const char* values[] = {key.c_str()};
+  const bool wait = settings_.lock_wait.count() > 0;
+  if (wait) {
+    auto set = c.exec("SET lock_timeout = '" + std::to_string(settings_.lock_wait.count()) + "s'",
+                      description_ + ": setting lock_timeout");
+    if (!set) return std::move(set).error();
+  }
+  PgResult r(PQexecParams(c.get(),
+                          wait ? "SELECT pg_advisory_lock(hashtextextended($1 || current_schema(), 0)), true"
+                               : "SELECT true, pg_try_advisory_lock(hashtextextended($1 || current_schema(), 0))",
+                          1, nullptr, values, nullptr, nullptr, 0));
+  bool locked = r && ok_status(r.get()) && std::string_view(PQgetvalue(r.get(), 0, 1)) == "t";
+  if (!locked && r && PQresultStatus(r.get()) == PGRES_FATAL_ERROR &&
+      classify(r.get(), c.get()) != ErrorCode::busy) {
+    return pg_error(r.get(), c.get(), description_ + ": taking the owner lock");
+  }
+  if (wait) {
+    if (auto reset = c.exec("RESET lock_timeout", description_ + ": resetting lock_timeout");
+        !reset) {
+      return std::move(reset).error();
+    }
+  }
+  if (locked) return {};
+  // Who holds it, for the message: an advisory lock on a bigint is (classid, objid) =
+  // (high, low) 32 bits of the key.
+  PgResult who(PQexecParams(
+      c.get(),
+      "SELECT l.pid, coalesce(a.application_name, ''), coalesce(a.client_addr::text, 'local') "
+      "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+      "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+      "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+      "AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1 || current_schema(), 0)",
+      1, nullptr, values, nullptr, nullptr, 0));
+  std::string holder;
+  if (who && ok_status(who.get()) && PQntuples(who.get()) > 0) {
+    holder = " (held by PostgreSQL backend pid " + std::string(PQgetvalue(who.get(), 0, 0)) +
+             ", application '" + PQgetvalue(who.get(), 0, 1) + "', client " +
+             PQgetvalue(who.get(), 0, 2) + ")";
+  }
+  return Error{ErrorCode::busy, description_ + " is owned by another dorm process" + holder +
+                                    (wait ? ", still after waiting " +
+                                                std::to_string(settings_.lock_wait.count()) + " s"
+                                          : "")};
+}
+
+Result<PostgresBackend::Lease> PostgresBackend::acquire() {
+  std::unique_lock lock(pool_mutex_);
+  pool_returned_.wait(lock, [&] { return !idle_.empty() || open_connections_ < settings_.pool; });
+  if (!idle_.empty()) {
+    auto c = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(c));
+  }
+  ++open_connections_;
+  lock.unlock();
+  auto c = connect_one(true);
+  if (!c) {
+    lock.lock();
+    --open_connections_;
+    pool_returned_.notify_one();
+    return std::move(c).error();
+  }
+  return Lease(this, std::move(c).value());
+}
+
+void PostgresBackend::release(std::unique_ptr<Connection> connection) {
+  std::lock_guard lock(pool_mutex_);
+  if (connection->broken()) {
+    // The server went away (restart, failover, network): its idle siblings are most
+    // likely broken too, and a retried read should not meet them. All go; the next
+    // acquires connect afresh.
+    open_connections_ -= 1 + idle_.size();
+    idle_.clear();
+    pool_returned_.notify_all();
+    return;
+  }
+  if (PQtransactionStatus(connection->get()) != PQTRANS_IDLE) {
+    --open_connections_;  // left mid-exchange: dropped, the next acquire connects afresh
+  } else {
+    idle_.push_back(std::move(connection));
+  }
+  pool_returned_.notify_one();
+}
+
+template <class F>
+auto PostgresBackend::read(F&& f) -> decltype(f(std::declval<Connection&>())) {
+  // A read may run again: once, when the connection it got had broken meanwhile (say the
+  // server restarted), on a fresh one.
+  for (int attempt = 0;; ++attempt) {
+    auto lease = acquire();
+    if (!lease) return std::move(lease).error();
+    auto r = f(**lease);
+    if (r || attempt > 0 || !(*lease)->broken()) return r;
+  }
+}
+
+Result<std::optional<std::string>> PostgresBackend::get(std::string_view key) {
+  return read([&](Connection& c) -> Result<std::optional<std::string>> {
+    auto r = c.run("get", {key}, {}, description_ + ": get");
+    if (!r) return std::move(r).error();
+    if (PQntuples(r->get()) == 0) return std::optional<std::string>{};
+    return std::optional<std::string>{cell(r->get(), 0, 0)};
+  });
+}
+
+Result<std::vector<std::optional<std::string>>> PostgresBackend::get_many(
+    std::span<const std::string> keys) {
+  using Values = std::vector<std::optional<std::string>>;
+  if (keys.empty()) return Values{};
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  const std::string array = bytea_array(views);
+  return read([&](Connection& c) -> Result<Values> {
+    auto r = c.run("get_many", {array}, {}, description_ + ": get_many");
+    if (!r) return std::move(r).error();
+    std::unordered_map<std::string, std::string> found;
+    for (int row = 0; row < PQntuples(r->get()); ++row) {
+      found.emplace(cell(r->get(), row, 0), cell(r->get(), row, 1));
+    }
+    Values out;
+    out.reserve(keys.size());
+    for (const auto& key : keys) {
+      auto it = found.find(key);
+      out.push_back(it == found.end() ? std::nullopt : std::optional<std::string>{it->second});
+    }
+    return out;
+  });
+}
+
+Result<std::vector<KeyValue>> PostgresBackend::scan(const ScanOptions& options) {
+  if (auto ok = options.validate(); !ok) return std::move(ok).error();
+  auto bounds = options.bounds();
+  if (bounds.empty()) return std::vector<KeyValue>{};
+  const char* statement = options.reverse ? (bounds.upper ? "scan_ru" : "scan_r")
+                                          : (bounds.upper ? "scan_fu" : "scan_f");
+  const std::string limit = int8_binary(options.limit);
+  std::vector<std::string_view> params{bounds.lower, limit};
+  if (bounds.upper) params.push_back(*bounds.upper);
+  // LIMIT NULL is no limit.
+  std::vector<bool> nulls{false, options.limit == 0};
+  return read([&](Connection& c) -> Result<std::vector<KeyValue>> {
+    auto r = c.run(statement, params, nulls, description_ + ": scan");
+    if (!r) return std::move(r).error();
+    std::vector<KeyValue> out;
+    out.reserve(static_cast<std::size_t>(PQntuples(r->get())));
+    for (int row = 0; row < PQntuples(r->get()); ++row) {
+      out.push_back(KeyValue{cell(r->get(), row, 0), cell(r->get(), row, 1)});
+    }
+    return out;
+  });
+}
+
+Result<void> PostgresBackend::commit(const WriteBatch& batch) {
+  if (mode_ == OpenMode::read_only) {
+    return Error{ErrorCode::read_only, description_ + " is open read-only"};
+  }
+  if (auto ok = batch.validate(); !ok) return ok;
+  if (batch.empty()) return {};
+  NetEffect net(batch);
+  std::vector<std::string_view> deleted, put_keys, put_values;
+  for (const auto& [key, value] : net.keys) {
+    if (value) {
+      put_keys.push_back(key);
+      put_values.push_back(*value);
+    } else {
+      deleted.push_back(key);
+    }
+  }
+  const std::string deleted_array = deleted.empty() ? std::string() : bytea_array(deleted);
+  const std::string keys_array = put_keys.empty() ? std::string() : bytea_array(put_keys);
+  const std::string values_array = put_keys.empty() ? std::string() : bytea_array(put_values);
+
+  for (int attempt = 1;; ++attempt) {
+    auto lease = acquire();
+    if (!lease) return std::move(lease).error();
+    Connection& c = **lease;
+    PGconn* conn = c.get();
+    // One pipeline, one round trip: BEGIN, the deletes, the upsert, COMMIT, Sync.
+    if (PQenterPipelineMode(conn) != 1) {
+      return Error{ErrorCode::unavailable, description_ + ": commit: " +
+                                               trimmed_message(PQerrorMessage(conn))};
+    }
+    int sent = 0;
+    bool queued = c.send_plain("BEGIN");
+    ++sent;
+    for (const auto& [begin, end] : net.ranges) {
+      queued = queued && c.send("del_range", {begin, end});
+      ++sent;
+    }
+    if (!deleted.empty()) {
+      queued = queued && c.send("del_keys", {deleted_array});
+      ++sent;
+    }
+    if (!put_keys.empty()) {
+      queued = queued && c.send("upsert", {keys_array, values_array});
+      ++sent;
+    }
+    queued = queued && c.send_plain("COMMIT");
+    ++sent;
+    queued = queued && PQpipelineSync(conn) == 1;
+    if (!queued) {
+      // The connection is left mid-pipeline, so the lease drops it. Nothing was committed:
+      // COMMIT never reached the server.
+      return Error{ErrorCode::unavailable, description_ + ": commit: " +
+                                               trimmed_message(PQerrorMessage(conn))};
+    }
+    PgResult failure;
+    bool lost = false;
+    for (int i = 0; i < sent && !lost; ++i) {
+      PgResult r(PQgetResult(conn));
+      if (!r) {
+        lost = true;
+        break;
+      }
+      if (PQresultStatus(r.get()) == PGRES_FATAL_ERROR) {
+        if (!failure) failure = std::move(r);
+        if (c.broken()) lost = true;
+      }
+      if (!lost) PgResult end(PQgetResult(conn));  // each statement's results end with NULL
+    }
+    if (!lost) {
+      PgResult sync(PQgetResult(conn));
+      lost = !sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC;
+    }
+    if (lost || c.broken()) {
+      // The outcome is unknown if COMMIT had been sent: the contract lets a failed commit
+      // be durable, and callers tolerate it.
+      return Error{ErrorCode::unavailable,
+                   description_ + ": commit: the connection to PostgreSQL was lost: " +
+                       trimmed_message(PQerrorMessage(conn))};
+    }
+    PQexitPipelineMode(conn);
+    if (!failure) return {};
+    if (PQtransactionStatus(conn) != PQTRANS_IDLE) PgResult(PQexec(conn, "ROLLBACK"));
+    if (!retryable(failure.get()) || attempt == kCommitAttempts) {
+      return pg_error(failure.get(), conn, description_ + ": commit");
+    }
+  }
+}
+
+Result<std::string> PostgresBackend::synchronous_commit() {
+  return read([&](Connection& c) -> Result<std::string> {
+    auto r = c.exec("SHOW synchronous_commit", description_ + ": SHOW synchronous_commit");
+    if (!r) return std::move(r).error();
+    return std::string(PQgetvalue(r->get(), 0, 0));
+  });
+}
+
+std::string PostgresBackend::describe() const { return description_; }
+
+Result<CopyStats> PostgresBackend::backup_to(const std::string&) {
+  return Error{ErrorCode::not_supported,
+               description_ + " is backed up with PostgreSQL's own tools (pg_dump --table=" +
+                   settings_.table + ", or base backups with WAL archiving), not dorm backup"};
+}
+
+}  // namespace dorm::storage
