@@ -358,13 +358,26 @@ Result<std::unique_ptr<PostgresBackend>> PostgresBackend::open(const Settings& s
                        "has it off, so a commit would not survive a power loss)"};
     }
   }
-  const std::string lock_key = "dorm:" + settings.table + "@";
   if (mode == OpenMode::read_write) {
-    if (auto taken = b->take_owner_lock(c, lock_key); !taken) return std::move(taken).error();
+    auto taken = b->take_owner_lock(c, settings.lock_wait.count() > 0);
+    if (!taken) return std::move(taken).error();
     auto created = c.exec("CREATE TABLE IF NOT EXISTS \"" + settings.table +
-                              "\" (k bytea PRIMARY KEY, v bytea NOT NULL)",
-                          b->description_ + ": creating the table");
+                              "\" (k bytea PRIMARY KEY, v bytea NOT NULL); "
+                              "CREATE TABLE IF NOT EXISTS dorm_owners "
+                              "(store text PRIMARY KEY, token bigint NOT NULL)",
+                          b->description_ + ": creating the tables");
     if (!created) return std::move(created).error();
+    // A new owner token: an earlier owner that lost the lock sees it moved and stops.
+    const char* values[] = {settings.table.c_str()};
+    PgResult token(PQexecParams(
+        c.get(),
+        "INSERT INTO dorm_owners VALUES (current_schema() || '.' || $1, 1) ON CONFLICT (store) "
+        "DO UPDATE SET token = dorm_owners.token + 1 RETURNING token",
+        1, nullptr, values, nullptr, nullptr, 0));
+    if (!token || !ok_status(token.get())) {
+      return pg_error(token.get(), c.get(), b->description_ + ": taking an owner token");
+    }
+    b->token_ = PQgetvalue(token.get(), 0, 0);
     b->owner_ = std::move(first).value();
   } else {
     std::string name = "\"" + settings.table + "\"";
@@ -385,9 +398,48 @@ Result<std::unique_ptr<PostgresBackend>> PostgresBackend::open(const Settings& s
   return b;
 }
 
-Result<void> PostgresBackend::take_owner_lock(Connection& c, const std::string& key) {
+Error PostgresBackend::fenced_error() const {
+  return Error{ErrorCode::fenced,
+               description_ + ": this handle lost its ownership (its lock went with its "
+                              "PostgreSQL session, and another owner took the store since)"};
+}
+
+Result<void> PostgresBackend::confirm_owner() {
+  std::lock_guard lock(owner_mutex_);
+  if (fenced_) return fenced_error();
+  if (!owner_->broken()) {
+    PgResult r(PQexec(owner_->get(), "SELECT 1"));
+    if (r && ok_status(r.get())) return {};
+  }
+  // The owner's session is gone (the server restarted, or dropped it), and the lock with
+  // it. Take it back if nobody else did; if somebody did, even briefly, their token moved.
+  auto c = connect_one(false);
+  if (!c) return std::move(c).error();
+  auto taken = take_owner_lock(**c, false);
+  if (!taken && taken.error().code != ErrorCode::busy) return taken;
+  bool ours = taken.ok();
+  if (ours) {
+    const char* values[] = {settings_.table.c_str()};
+    PgResult r(PQexecParams((*c)->get(),
+                            "SELECT token::text FROM dorm_owners WHERE store = current_schema() "
+                            "|| '.' || $1",
+                            1, nullptr, values, nullptr, nullptr, 0));
+    if (!r || !ok_status(r.get())) {
+      return pg_error(r.get(), (*c)->get(), description_ + ": reading the owner token");
+    }
+    ours = PQntuples(r.get()) == 1 && token_ == PQgetvalue(r.get(), 0, 0);
+  }
+  if (!ours) {
+    fenced_ = true;  // for good: the store is someone else's now
+    return fenced_error();
+  }
+  owner_ = std::move(c).value();
+  return {};
+}
+
+Result<void> PostgresBackend::take_owner_lock(Connection& c, bool wait) {
+  const std::string key = "dorm:" + settings_.table + "@";
   const char* values[] = {key.c_str()};
-  const bool wait = settings_.lock_wait.count() > 0;
   if (wait) {
     auto set = c.exec("SET lock_timeout = '" + std::to_string(settings_.lock_wait.count()) + "s'",
                       description_ + ": setting lock_timeout");
@@ -432,6 +484,7 @@ Result<void> PostgresBackend::take_owner_lock(Connection& c, const std::string& 
 }
 
 Result<PostgresBackend::Lease> PostgresBackend::acquire() {
+  if (fenced_) return fenced_error();
   std::unique_lock lock(pool_mutex_);
   pool_returned_.wait(lock, [&] { return !idle_.empty() || open_connections_ < settings_.pool; });
   if (!idle_.empty()) {
@@ -442,6 +495,11 @@ Result<PostgresBackend::Lease> PostgresBackend::acquire() {
   ++open_connections_;
   lock.unlock();
   auto c = connect_one(true);
+  // A new connection may follow a server restart, which ended the owner's session and
+  // its lock: an owner confirms it still owns the store before using one.
+  if (c && mode_ == OpenMode::read_write && owner_) {
+    if (auto owned = confirm_owner(); !owned) c = std::move(owned).error();
+  }
   if (!c) {
     lock.lock();
     --open_connections_;

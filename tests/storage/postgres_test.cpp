@@ -165,8 +165,9 @@ TEST_CASE("postgres: a key too long for the index fails the whole batch with lim
   CHECK(b->commit(fine).ok());  // the connection is usable afterwards
 }
 
-TEST_CASE("postgres: an open store survives a restart of the server") {
-  auto b = must(dorm::storage::open_backend(server().uri() + "&table=" + fresh_table() + "&pool=2"));
+TEST_CASE("postgres: an open store survives a restart of the server, and keeps it its own") {
+  std::string uri = server().uri() + "&table=" + fresh_table() + "&lock_wait=0";
+  auto b = must(dorm::storage::open_backend(uri + "&pool=2"));
   WriteBatch batch;
   batch.put("before", "1");
   REQUIRE(b->commit(batch).ok());
@@ -188,4 +189,42 @@ TEST_CASE("postgres: an open store survives a restart of the server") {
   auto rows = b->scan(ScanOptions::with_prefix(""));
   REQUIRE(rows.ok());
   CHECK(rows->size() == 2);
+  // The restart ended the owner's lock session; the store took its lock back.
+  auto second = dorm::storage::open_backend(uri);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.error().code == ErrorCode::busy);
+}
+
+TEST_CASE("postgres: an owner whose lock went with a restart, and who was taken over, is fenced") {
+  std::string uri = server().uri() + "&table=" + fresh_table() + "&lock_wait=0";
+  auto a = must(dorm::storage::open_backend(uri + "&pool=1"));
+  WriteBatch first;
+  first.put("k", "a");
+  REQUIRE(a->commit(first).ok());
+  server().stop();
+  server().start();
+  // A's sessions died with the server; B opens the store first.
+  auto b = must(dorm::storage::open_backend(uri));
+  WriteBatch from_b;
+  from_b.put("k", "b");
+  REQUIRE(b->commit(from_b).ok());
+
+  WriteBatch from_a;
+  from_a.put("k", "a again");
+  auto refused = a->commit(from_a);
+  if (!refused.ok() && refused.error().code == ErrorCode::unavailable) {
+    refused = a->commit(from_a);  // the broken pooled connection is reported once
+  }
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::fenced);
+  CHECK(refused.error().message.find("lost its ownership") != std::string::npos);
+  CHECK(**b->get("k") == "b");
+  // Fenced for good: even once B has gone (and its lock with it), A's token is stale.
+  b.reset();
+  auto still = a->get("k");
+  REQUIRE_FALSE(still.ok());
+  CHECK(still.error().code == ErrorCode::fenced);
+  // A new owner opens it as usual.
+  auto c = must(dorm::storage::open_backend(uri));
+  CHECK(**c->get("k") == "b");
 }

@@ -25,10 +25,15 @@
 // and table on a connection of its own, held while the store is open; a second opener
 // waits up to `lock_wait` seconds (default 10: the PostgreSQL session of a killed owner
 // ends when the server notices its socket closed) and then gets `busy`, naming the
-// PostgreSQL process that holds it. A read_only open takes no lock, creates nothing (a
+// PostgreSQL process that holds it. Each read-write open also bumps the store's token in
+// the table `dorm_owners`. A server restart ends the owner's lock session with the rest:
+// before a new pooled connection is used, the owner takes its lock back, and if another
+// opener got it meanwhile (the lock is held, or the token moved) the handle is fenced:
+// every call fails with `fenced` from then on. A read_only open takes no lock, creates nothing (a
 // missing table is not_found) and runs its statements in read-only transactions.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -99,13 +104,21 @@ class PostgresBackend final : public Backend {
   // A new connection set up for this store; with `prepare`, its statements are prepared
   // (which needs the table).
   Result<std::unique_ptr<Connection>> connect_one(bool prepare);
-  // Takes the advisory lock that makes this handle the store's one owner, on `c`.
-  Result<void> take_owner_lock(Connection& c, const std::string& key);
+  // Takes the advisory lock that makes this handle the store's one owner, on `c`, waiting
+  // up to lock_wait when `wait`.
+  Result<void> take_owner_lock(Connection& c, bool wait);
+  // Whether this handle still owns the store: its lock session is alive, or the lock could
+  // be taken back with the owner token unchanged. Otherwise the handle is fenced for good.
+  Result<void> confirm_owner();
+  Error fenced_error() const;
 
   const Settings settings_;
   const OpenMode mode_;
   std::string description_;
+  std::mutex owner_mutex_;
   std::unique_ptr<Connection> owner_;  // holds the advisory lock; null when read_only
+  std::string token_;                  // this owner's row in dorm_owners
+  std::atomic<bool> fenced_{false};
 
   std::mutex pool_mutex_;
   std::condition_variable pool_returned_;
