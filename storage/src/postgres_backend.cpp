@@ -263,9 +263,9 @@ PostgresBackend::~PostgresBackend() {
 
 Result<std::unique_ptr<PostgresBackend::Connection>> PostgresBackend::connect_one(bool prepare) {
   // application_name lets an operator see dorm's sessions in pg_stat_activity.
-  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* names[] = {"dbname", "fallback_application_name", nullptr};
   const char* values[] = {settings_.conninfo.c_str(), "dorm", nullptr};
-  PGconn* raw = PQconnectdbParams(keys, values, 1);
+  PGconn* raw = PQconnectdbParams(names, values, 1);
   if (!raw) return Error{ErrorCode::internal, "libpq could not allocate a connection"};
   auto c = std::make_unique<Connection>(raw);
   if (PQstatus(raw) != CONNECTION_OK) {
@@ -292,32 +292,34 @@ Result<std::unique_ptr<PostgresBackend::Connection>> PostgresBackend::connect_on
   // The table is found through the connection's search_path, as any other client of the
   // database would find it ("$user", then public, unless the operator set otherwise).
   const std::string t = "\"" + settings_.table + "\"";
-  const std::pair<const char*, std::string> statements[] = {
-      {"get", "SELECT v FROM " + t + " WHERE k = $1"},
-      {"get_many", "SELECT k, v FROM " + t + " WHERE k = ANY($1::bytea[])"},
-      {"scan_f", "SELECT k, v FROM " + t + " WHERE k >= $1 ORDER BY k LIMIT $2"},
-      {"scan_fu", "SELECT k, v FROM " + t + " WHERE k >= $1 AND k < $3 ORDER BY k LIMIT $2"},
-      {"scan_r", "SELECT k, v FROM " + t + " WHERE k >= $1 ORDER BY k DESC LIMIT $2"},
-      {"scan_ru", "SELECT k, v FROM " + t + " WHERE k >= $1 AND k < $3 ORDER BY k DESC LIMIT $2"},
-      {"del_range", "DELETE FROM " + t + " WHERE k >= $1 AND k < $2"},
-      {"del_keys", "DELETE FROM " + t + " WHERE k = ANY($1::bytea[])"},
-      {"upsert", "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) "
-                 "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"},
+  struct Statement {
+    const char* name;
+    std::string sql;
+    std::vector<Oid> types;  // of its parameters, in order
   };
-  const Oid types[] = {kByteaOid, kInt8Oid, kByteaOid};
-  for (const auto& [name, sql] : statements) {
-    const bool scan = std::string_view(name).starts_with("scan");
-    const bool arrays = std::string_view(name) == "get_many" ||
-                        std::string_view(name) == "del_keys" || std::string_view(name) == "upsert";
-    const Oid array_types[] = {kByteaArrayOid, kByteaArrayOid};
-    const Oid pair_types[] = {kByteaOid, kByteaOid};
-    const Oid* param_types = arrays ? array_types : scan ? types : pair_types;
-    int count = arrays ? (std::string_view(name) == "upsert" ? 2 : 1)
-                : scan ? (std::string_view(name).ends_with("u") ? 3 : 2)
-                       : (std::string_view(name) == "get" ? 1 : 2);
-    PgResult r(PQprepare(raw, name, sql.c_str(), count, param_types));
+  const Oid key = kByteaOid, keys = kByteaArrayOid, limit = kInt8Oid;
+  const Statement statements[] = {
+      {"get", "SELECT v FROM " + t + " WHERE k = $1", {key}},
+      {"get_many", "SELECT k, v FROM " + t + " WHERE k = ANY($1)", {keys}},
+      {"scan_f", "SELECT k, v FROM " + t + " WHERE k >= $1 ORDER BY k LIMIT $2", {key, limit}},
+      {"scan_fu", "SELECT k, v FROM " + t + " WHERE k >= $1 AND k < $3 ORDER BY k LIMIT $2",
+       {key, limit, key}},
+      {"scan_r", "SELECT k, v FROM " + t + " WHERE k >= $1 ORDER BY k DESC LIMIT $2",
+       {key, limit}},
+      {"scan_ru", "SELECT k, v FROM " + t + " WHERE k >= $1 AND k < $3 ORDER BY k DESC LIMIT $2",
+       {key, limit, key}},
+      {"del_range", "DELETE FROM " + t + " WHERE k >= $1 AND k < $2", {key, key}},
+      {"del_keys", "DELETE FROM " + t + " WHERE k = ANY($1)", {keys}},
+      {"upsert",
+       "INSERT INTO " + t + " (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) "
+       "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+       {keys, keys}},
+  };
+  for (const auto& statement : statements) {
+    PgResult r(PQprepare(raw, statement.name, statement.sql.c_str(),
+                         static_cast<int>(statement.types.size()), statement.types.data()));
     if (!r || !ok_status(r.get())) {
-      return pg_error(r.get(), raw, description_ + ": preparing " + name);
+      return pg_error(r.get(), raw, description_ + ": preparing " + statement.name);
     }
   }
   return c;
