@@ -24,6 +24,12 @@ Result<CopyStats> Backend::backup_to(const std::string& path) {
                                              path + "'"};
 }
 
+Result<void> Backend::commit_leased(const WriteBatch&, std::string_view, std::uint64_t) {
+  return Error{ErrorCode::not_supported,
+               describe() + " has no leases: only one process may serve it, and its commits "
+                            "need no fencing token"};
+}
+
 std::optional<std::string> ScanOptions::prefix_successor(std::string_view prefix) {
   std::string s(prefix);
   while (!s.empty() && static_cast<unsigned char>(s.back()) == 0xFF) s.pop_back();

@@ -45,6 +45,13 @@ Result<void> FencedBackend::commit(const WriteBatch& batch) {
   return BackendWrapper::commit(batch);
 }
 
+Result<void> FencedBackend::commit_leased(const WriteBatch& batch, std::string_view object,
+                                          std::uint64_t token) {
+  std::shared_lock lock(mutex_);
+  if (fenced_) return fenced_error(*this);
+  return BackendWrapper::commit_leased(batch, object, token);
+}
+
 Result<CopyStats> FencedBackend::backup_to(const std::string& path) {
   std::shared_lock lock(mutex_);
   if (fenced_) return fenced_error(*this);

@@ -1,6 +1,6 @@
 #include "dorm/storage/postgres_backend.hpp"
 
-#include <libpq-fe.h>
+#include "postgres_internal.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -11,44 +11,11 @@
 namespace dorm::storage {
 namespace {
 
-constexpr Oid kByteaOid = 17;
-constexpr Oid kInt8Oid = 20;
-constexpr Oid kByteaArrayOid = 1001;
+using namespace pg;
+
 // A commit that deadlocks with another (two batches writing the same keys in different
 // orders) or fails serialization is rolled back whole by the server: run it again.
 constexpr int kCommitAttempts = 5;
-
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
-}
-
-// PostgreSQL's binary array format for a one-dimensional bytea[] without NULLs: the
-// parameter we send for key and value lists.
-std::string bytea_array(const std::vector<std::string_view>& items) {
-  std::string out;
-  std::size_t size = 20;
-  for (auto item : items) size += 4 + item.size();
-  out.reserve(size);
-  put_u32(out, items.empty() ? 0 : 1);  // dimensions
-  put_u32(out, 0);                      // no NULLs
-  put_u32(out, kByteaOid);
-  if (!items.empty()) {
-    put_u32(out, static_cast<std::uint32_t>(items.size()));
-    put_u32(out, 1);  // lower bound
-  }
-  for (auto item : items) {
-    put_u32(out, static_cast<std::uint32_t>(item.size()));
-    out.append(item);
-  }
-  return out;
-}
-
-std::string int8_binary(std::uint64_t v) {
-  std::string out;
-  put_u32(out, static_cast<std::uint32_t>(v >> 32));
-  put_u32(out, static_cast<std::uint32_t>(v));
-  return out;
-}
 
 // Whether `name` may name the table: a lower-case SQL identifier that needs no quoting.
 bool plain_identifier(std::string_view name) {
@@ -59,24 +26,6 @@ bool plain_identifier(std::string_view name) {
   });
 }
 
-struct ResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
-
-// What a failed statement means to dorm's callers, by SQLSTATE class.
-ErrorCode classify(const PGresult* result, const PGconn* conn) {
-  if (PQstatus(conn) == CONNECTION_BAD) return ErrorCode::unavailable;
-  const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
-  std::string_view s = state ? state : "";
-  if (s == "53100") return ErrorCode::no_space;           // disk_full
-  if (s == "54000") return ErrorCode::limit_exceeded;     // e.g. a key too long for the index
-  if (s == "25006") return ErrorCode::read_only;          // read_only_sql_transaction
-  if (s == "55P03") return ErrorCode::busy;               // lock_not_available
-  if (s.starts_with("08") || s.starts_with("57P")) return ErrorCode::unavailable;
-  if (s == "XX001" || s == "XX002") return ErrorCode::corruption;
-  return ErrorCode::io_error;
-}
 
 bool retryable(const PGresult* result) {
   const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
@@ -84,27 +33,6 @@ bool retryable(const PGresult* result) {
   return s == "40001" || s == "40P01";  // serialization_failure, deadlock_detected
 }
 
-std::string trimmed_message(const char* text) {
-  std::string out = text ? text : "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out.empty() ? "no message from libpq" : out;
-}
-
-Error pg_error(const PGresult* result, const PGconn* conn, const std::string& what) {
-  const char* text = result ? PQresultErrorMessage(result) : nullptr;
-  if (!text || !*text) text = PQerrorMessage(conn);
-  return Error{classify(result, conn), what + ": " + trimmed_message(text)};
-}
-
-bool ok_status(const PGresult* r) {
-  auto s = PQresultStatus(r);
-  return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
-}
-
-std::string cell(const PGresult* r, int row, int column) {
-  return std::string(PQgetvalue(r, row, column),
-                     static_cast<std::size_t>(PQgetlength(r, row, column)));
-}
 
 // The net effect of a batch, which applying its operations in order leaves: delete every
 // range, then apply the last put or delete of each key that came after the last range
@@ -131,78 +59,6 @@ struct NetEffect {
 
 }  // namespace
 
-class PostgresBackend::Connection {
- public:
-  explicit Connection(PGconn* conn) : conn_(conn) {}
-  ~Connection() { PQfinish(conn_); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  PGconn* get() const { return conn_; }
-  bool broken() const { return PQstatus(conn_) == CONNECTION_BAD; }
-
-  // Runs `sql` (no parameters, text results).
-  Result<PgResult> exec(const std::string& sql, const std::string& what) {
-    PgResult r(PQexec(conn_, sql.c_str()));
-    if (!r || !ok_status(r.get())) return pg_error(r.get(), conn_, what);
-    return r;
-  }
-
-  // Runs a prepared statement with binary parameters and binary results.
-  Result<PgResult> run(const char* statement, const std::vector<std::string_view>& params,
-                       const std::vector<bool>& null_params, const std::string& what) {
-    std::vector<const char*> values;
-    std::vector<int> lengths;
-    std::vector<int> formats(params.size(), 1);
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      bool null = i < null_params.size() && null_params[i];
-      // A non-null pointer even for an empty value: NULL would mean SQL NULL.
-      values.push_back(null ? nullptr : (params[i].empty() ? "" : params[i].data()));
-      lengths.push_back(static_cast<int>(params[i].size()));
-    }
-    PgResult r(PQexecPrepared(conn_, statement, static_cast<int>(params.size()), values.data(),
-                              lengths.data(), formats.data(), 1));
-    if (!r || !ok_status(r.get())) return pg_error(r.get(), conn_, what);
-    return r;
-  }
-
-  // Queues a statement in pipeline mode; false when libpq refused to queue it.
-  bool send(const char* statement, const std::vector<std::string_view>& params) {
-    std::vector<const char*> values;
-    std::vector<int> lengths;
-    std::vector<int> formats(params.size(), 1);
-    for (auto p : params) {
-      values.push_back(p.empty() ? "" : p.data());
-      lengths.push_back(static_cast<int>(p.size()));
-    }
-    return PQsendQueryPrepared(conn_, statement, static_cast<int>(params.size()), values.data(),
-                               lengths.data(), formats.data(), 1) == 1;
-  }
-
-  bool send_plain(const char* sql) {
-    return PQsendQueryParams(conn_, sql, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
-  }
-
- private:
-  PGconn* conn_;
-};
-
-class PostgresBackend::Lease {
- public:
-  Lease(PostgresBackend* owner, std::unique_ptr<Connection> c)
-      : owner_(owner), connection_(std::move(c)) {}
-  Lease(Lease&& other) noexcept = default;
-  Lease& operator=(Lease&&) = delete;
-  ~Lease() {
-    if (owner_ && connection_) owner_->release(std::move(connection_));
-  }
-  Connection& operator*() const { return *connection_; }
-  Connection* operator->() const { return connection_.get(); }
-
- private:
-  PostgresBackend* owner_;
-  std::unique_ptr<Connection> connection_;
-};
 
 Result<PostgresBackend::Settings> PostgresBackend::settings_from(const StorageUri& uri) {
   Settings settings;
@@ -217,6 +73,11 @@ Result<PostgresBackend::Settings> PostgresBackend::settings_from(const StorageUr
                          value + "'"};
       }
       settings.table = value;
+    } else if (name == "shared") {
+      if (value != "true" && value != "false") {
+        return Error{ErrorCode::invalid_argument, "shared must be true or false, not '" + value + "'"};
+      }
+      settings.shared = value == "true";
     } else if (name == "pool" || name == "lock_wait") {
       const bool pool = name == "pool";
       const long low = pool ? 1 : 0;
@@ -315,11 +176,60 @@ Result<std::unique_ptr<PostgresBackend::Connection>> PostgresBackend::connect_on
        "ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
        {keys, keys}},
   };
+  const Oid text = kTextOid, number = kInt8Oid, numbers = kInt8ArrayOid;
+  const Statement lease_statements[] = {
+      {"check_lease", "SELECT dorm_check_lease($1, $2, $3)", {text, key, number}},
+      {"lease_acquire",
+       "INSERT INTO dorm_leases AS l (store, object_id, node_id, fencing_token, expires_at) "
+       "VALUES ($1, $2, $3, nextval('dorm_fencing_tokens'), to_timestamp($5 / 1000.0)) "
+       "ON CONFLICT (store, object_id) DO UPDATE SET node_id = EXCLUDED.node_id, "
+       "fencing_token = EXCLUDED.fencing_token, expires_at = EXCLUDED.expires_at "
+       "WHERE l.node_id = EXCLUDED.node_id OR l.expires_at <= to_timestamp($4 / 1000.0) "
+       "RETURNING l.fencing_token",
+       {text, key, text, limit, number}},
+      {"lease_holder",
+       "SELECT l.node_id, coalesce(n.address, ''), l.fencing_token, "
+       "(extract(epoch FROM l.expires_at) * 1000)::bigint FROM dorm_leases l "
+       "LEFT JOIN dorm_nodes n ON n.store = l.store AND n.node_id = l.node_id "
+       "WHERE l.store = $1 AND l.object_id = $2",
+       {text, key}},
+      {"lease_renew",
+       "UPDATE dorm_leases l SET expires_at = to_timestamp($5 / 1000.0) "
+       "FROM unnest($3::bytea[], $4::bigint[]) AS h(o, t) "
+       "WHERE l.store = $1 AND l.node_id = $2 AND l.object_id = h.o AND l.fencing_token = h.t "
+       "RETURNING l.object_id",
+       {text, text, keys, numbers, number}},
+      {"lease_release",
+       "DELETE FROM dorm_leases WHERE store = $1 AND object_id = $2 AND fencing_token = $3",
+       {text, key, number}},
+      {"node_announce",
+       "INSERT INTO dorm_nodes AS n (store, node_id, address, heartbeat_at) "
+       "VALUES ($1, $2, $3, to_timestamp($4 / 1000.0)) ON CONFLICT (store, node_id) DO UPDATE "
+       "SET address = EXCLUDED.address, heartbeat_at = EXCLUDED.heartbeat_at",
+       {text, text, text, number}},
+      {"node_list",
+       "SELECT node_id, address, (extract(epoch FROM heartbeat_at) * 1000)::bigint "
+       "FROM dorm_nodes WHERE store = $1 ORDER BY node_id",
+       {text}},
+      {"node_retire",
+       "WITH gone AS (DELETE FROM dorm_leases WHERE store = $1 AND node_id = $2) "
+       "DELETE FROM dorm_nodes WHERE store = $1 AND node_id = $2",
+       {text, text}},
+  };
   for (const auto& statement : statements) {
     PgResult r(PQprepare(raw, statement.name, statement.sql.c_str(),
                          static_cast<int>(statement.types.size()), statement.types.data()));
     if (!r || !ok_status(r.get())) {
       return pg_error(r.get(), raw, description_ + ": preparing " + statement.name);
+    }
+  }
+  if (mode_ == OpenMode::read_write) {
+    for (const auto& statement : lease_statements) {
+      PgResult r(PQprepare(raw, statement.name, statement.sql.c_str(),
+                           static_cast<int>(statement.types.size()), statement.types.data()));
+      if (!r || !ok_status(r.get())) {
+        return pg_error(r.get(), raw, description_ + ": preparing " + statement.name);
+      }
     }
   }
   return c;
@@ -360,26 +270,34 @@ Result<std::unique_ptr<PostgresBackend>> PostgresBackend::open(const Settings& s
                        "has it off, so a commit would not survive a power loss)"};
     }
   }
+  {
+    auto schema = c.exec("SELECT current_schema()", b->description_ + ": reading the schema");
+    if (!schema) return std::move(schema).error();
+    if (PQgetisnull(schema->get(), 0, 0)) {
+      return Error{ErrorCode::invalid_argument,
+                   b->description_ + ": the connection has no schema to keep the table in "
+                                     "(its search_path names none that exists)"};
+    }
+    b->store_ = std::string(PQgetvalue(schema->get(), 0, 0)) + "." + settings.table;
+  }
   if (mode == OpenMode::read_write) {
+    // Shared nodes hold the owner lock in shared mode: together they exclude a process that
+    // would own the store alone (and write without leases), and it excludes them.
     auto taken = b->take_owner_lock(c, settings.lock_wait.count() > 0);
     if (!taken) return std::move(taken).error();
-    auto created = c.exec("CREATE TABLE IF NOT EXISTS \"" + settings.table +
-                              "\" (k bytea PRIMARY KEY, v bytea NOT NULL); "
-                              "CREATE TABLE IF NOT EXISTS dorm_owners "
-                              "(store text PRIMARY KEY, token bigint NOT NULL)",
-                          b->description_ + ": creating the tables");
-    if (!created) return std::move(created).error();
-    // A new owner token: an earlier owner that lost the lock sees it moved and stops.
-    const char* values[] = {settings.table.c_str()};
-    PgResult token(PQexecParams(
-        c.get(),
-        "INSERT INTO dorm_owners VALUES (current_schema() || '.' || $1, 1) ON CONFLICT (store) "
-        "DO UPDATE SET token = dorm_owners.token + 1 RETURNING token",
-        1, nullptr, values, nullptr, nullptr, 0));
-    if (!token || !ok_status(token.get())) {
-      return pg_error(token.get(), c.get(), b->description_ + ": taking an owner token");
+    if (auto created = b->create_schema(c); !created) return created.error();
+    if (!settings.shared) {
+      // A new owner token: an earlier owner that lost the lock sees it moved and stops.
+      const char* values[] = {b->store_.c_str()};
+      PgResult token(PQexecParams(c.get(),
+                                  "INSERT INTO dorm_owners VALUES ($1, 1) ON CONFLICT (store) "
+                                  "DO UPDATE SET token = dorm_owners.token + 1 RETURNING token",
+                                  1, nullptr, values, nullptr, nullptr, 0));
+      if (!token || !ok_status(token.get())) {
+        return pg_error(token.get(), c.get(), b->description_ + ": taking an owner token");
+      }
+      b->token_ = PQgetvalue(token.get(), 0, 0);
     }
-    b->token_ = PQgetvalue(token.get(), 0, 0);
     b->owner_ = std::move(first).value();
   } else {
     std::string name = "\"" + settings.table + "\"";
@@ -395,9 +313,44 @@ Result<std::unique_ptr<PostgresBackend>> PostgresBackend::open(const Settings& s
     }
   }
   // One pooled connection now, so a statement the server refuses shows up at open.
-  auto pooled = b->acquire();
+  auto pooled = b->checkout();
   if (!pooled) return std::move(pooled).error();
   return b;
+}
+
+Result<void> PostgresBackend::create_schema(Connection& c) {
+  // Under a transaction-level advisory lock: CREATE ... IF NOT EXISTS and CREATE OR REPLACE
+  // are not safe against the same statements in another session at the same moment, which
+  // is how the nodes of a cluster start.
+  const std::string sql =
+      "BEGIN; "
+      "SELECT pg_advisory_xact_lock(hashtextextended('dorm:schema', 0)); "
+      "CREATE TABLE IF NOT EXISTS \"" + settings_.table + "\" (k bytea PRIMARY KEY, v bytea NOT NULL); "
+      "CREATE TABLE IF NOT EXISTS dorm_owners (store text PRIMARY KEY, token bigint NOT NULL); "
+      "CREATE TABLE IF NOT EXISTS dorm_nodes (store text, node_id text, address text NOT NULL, "
+      "  heartbeat_at timestamptz NOT NULL, PRIMARY KEY (store, node_id)); "
+      "CREATE TABLE IF NOT EXISTS dorm_leases (store text, object_id bytea, node_id text NOT NULL, "
+      "  fencing_token bigint NOT NULL, expires_at timestamptz NOT NULL, "
+      "  PRIMARY KEY (store, object_id)); "
+      "CREATE SEQUENCE IF NOT EXISTS dorm_fencing_tokens; "
+      // The first statement of every leased commit: holds the lease row until the commit
+      // ends, or fails the transaction (SQLSTATE DRM01) when the token is not current.
+      "CREATE OR REPLACE FUNCTION dorm_check_lease(s text, o bytea, t bigint) RETURNS void "
+      "LANGUAGE plpgsql AS $body$ BEGIN "
+      "  PERFORM 1 FROM dorm_leases WHERE store = s AND object_id = o AND fencing_token = t "
+      "    FOR SHARE; "
+      "  IF NOT FOUND THEN "
+      "    RAISE EXCEPTION 'the lease of this object moved on (fencing token % is not current)', t "
+      "      USING ERRCODE = 'DRM01'; "
+      "  END IF; "
+      "END $body$; "
+      "COMMIT";
+  auto created = c.exec(sql, description_ + ": creating the tables");
+  if (!created) {
+    if (PQtransactionStatus(c.get()) != PQTRANS_IDLE) PgResult(PQexec(c.get(), "ROLLBACK"));
+    return std::move(created).error();
+  }
+  return {};
 }
 
 Error PostgresBackend::fenced_error() const {
@@ -421,10 +374,8 @@ Result<void> PostgresBackend::confirm_owner() {
   if (!taken && taken.error().code != ErrorCode::busy) return taken;
   bool ours = taken.ok();
   if (ours) {
-    const char* values[] = {settings_.table.c_str()};
-    PgResult r(PQexecParams((*c)->get(),
-                            "SELECT token::text FROM dorm_owners WHERE store = current_schema() "
-                            "|| '.' || $1",
+    const char* values[] = {store_.c_str()};
+    PgResult r(PQexecParams((*c)->get(), "SELECT token::text FROM dorm_owners WHERE store = $1",
                             1, nullptr, values, nullptr, nullptr, 0));
     if (!r || !ok_status(r.get())) {
       return pg_error(r.get(), (*c)->get(), description_ + ": reading the owner token");
@@ -447,10 +398,13 @@ Result<void> PostgresBackend::take_owner_lock(Connection& c, bool wait) {
                       description_ + ": setting lock_timeout");
     if (!set) return std::move(set).error();
   }
-  PgResult r(PQexecParams(c.get(),
-                          wait ? "SELECT pg_advisory_lock(hashtextextended($1 || current_schema(), 0)), true"
-                               : "SELECT true, pg_try_advisory_lock(hashtextextended($1 || current_schema(), 0))",
-                          1, nullptr, values, nullptr, nullptr, 0));
+  const std::string lock = settings_.shared ? "pg_advisory_lock_shared" : "pg_advisory_lock";
+  const std::string try_lock =
+      settings_.shared ? "pg_try_advisory_lock_shared" : "pg_try_advisory_lock";
+  const std::string sql =
+      wait ? "SELECT " + lock + "(hashtextextended($1 || current_schema(), 0)), true"
+           : "SELECT true, " + try_lock + "(hashtextextended($1 || current_schema(), 0))";
+  PgResult r(PQexecParams(c.get(), sql.c_str(), 1, nullptr, values, nullptr, nullptr, 0));
   bool locked = r && ok_status(r.get()) && std::string_view(PQgetvalue(r.get(), 0, 1)) == "t";
   if (!locked && r && PQresultStatus(r.get()) == PGRES_FATAL_ERROR &&
       classify(r.get(), c.get()) != ErrorCode::busy) {
@@ -479,27 +433,28 @@ Result<void> PostgresBackend::take_owner_lock(Connection& c, bool wait) {
              ", application '" + PQgetvalue(who.get(), 0, 1) + "', client " +
              PQgetvalue(who.get(), 0, 2) + ")";
   }
-  return Error{ErrorCode::busy, description_ + " is owned by another dorm process" + holder +
+  return Error{ErrorCode::busy, description_ + (settings_.shared ? " is owned by a dorm process that serves it alone (not shared)"
+                                                                : " is owned by another dorm process") + holder +
                                     (wait ? ", still after waiting " +
                                                 std::to_string(settings_.lock_wait.count()) + " s"
                                           : "")};
 }
 
-Result<PostgresBackend::Lease> PostgresBackend::acquire() {
+Result<PostgresBackend::Checkout> PostgresBackend::checkout() {
   if (fenced_) return fenced_error();
   std::unique_lock lock(pool_mutex_);
   pool_returned_.wait(lock, [&] { return !idle_.empty() || open_connections_ < settings_.pool; });
   if (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
-    return Lease(this, std::move(c));
+    return Checkout(this, std::move(c));
   }
   ++open_connections_;
   lock.unlock();
   auto c = connect_one(true);
   // A new connection may follow a server restart, which ended the owner's session and
   // its lock: an owner confirms it still owns the store before using one.
-  if (c && mode_ == OpenMode::read_write && owner_) {
+  if (c && mode_ == OpenMode::read_write && owner_ && !settings_.shared) {
     if (auto owned = confirm_owner(); !owned) c = std::move(owned).error();
   }
   if (!c) {
@@ -508,10 +463,10 @@ Result<PostgresBackend::Lease> PostgresBackend::acquire() {
     pool_returned_.notify_one();
     return std::move(c).error();
   }
-  return Lease(this, std::move(c).value());
+  return Checkout(this, std::move(c).value());
 }
 
-void PostgresBackend::release(std::unique_ptr<Connection> connection) {
+void PostgresBackend::give_back(std::unique_ptr<Connection> connection) {
   std::lock_guard lock(pool_mutex_);
   if (connection->broken()) {
     // The server went away (restart, failover, network): its idle siblings are most
@@ -528,18 +483,6 @@ void PostgresBackend::release(std::unique_ptr<Connection> connection) {
     idle_.push_back(std::move(connection));
   }
   pool_returned_.notify_one();
-}
-
-template <class F>
-auto PostgresBackend::read(F&& f) -> decltype(f(std::declval<Connection&>())) {
-  // A read may run again: once, when the connection it got had broken meanwhile (say the
-  // server restarted), on a fresh one.
-  for (int attempt = 0;; ++attempt) {
-    auto lease = acquire();
-    if (!lease) return std::move(lease).error();
-    auto r = f(**lease);
-    if (r || attempt > 0 || !(*lease)->broken()) return r;
-  }
 }
 
 Result<std::optional<std::string>> PostgresBackend::get(std::string_view key) {
@@ -598,12 +541,24 @@ Result<std::vector<KeyValue>> PostgresBackend::scan(const ScanOptions& options) 
 }
 
 Result<void> PostgresBackend::commit(const WriteBatch& batch) {
+  return commit_batch(batch, nullptr, 0);
+}
+
+Result<void> PostgresBackend::commit_leased(const WriteBatch& batch, std::string_view object,
+                                            std::uint64_t token) {
+  return commit_batch(batch, &object, token);
+}
+
+Result<void> PostgresBackend::commit_batch(const WriteBatch& batch, const std::string_view* object,
+                                           std::uint64_t token) {
   if (mode_ == OpenMode::read_only) {
     return Error{ErrorCode::read_only, description_ + " is open read-only"};
   }
   if (auto ok = batch.validate(); !ok) return ok;
-  if (batch.empty()) return {};
+  // An empty leased batch still checks the lease: its caller learns whether it holds it.
+  if (batch.empty() && !object) return {};
   NetEffect net(batch);
+  const std::string token_param = int8_binary(token);
   std::vector<std::string_view> deleted, put_keys, put_values;
   for (const auto& [key, value] : net.keys) {
     if (value) {
@@ -618,9 +573,9 @@ Result<void> PostgresBackend::commit(const WriteBatch& batch) {
   const std::string values_array = put_keys.empty() ? std::string() : bytea_array(put_values);
 
   for (int attempt = 1;; ++attempt) {
-    auto lease = acquire();
-    if (!lease) return std::move(lease).error();
-    Connection& c = **lease;
+    auto checkout = this->checkout();
+    if (!checkout) return std::move(checkout).error();
+    Connection& c = **checkout;
     PGconn* conn = c.get();
     // One pipeline, one round trip: BEGIN, the deletes, the upsert, COMMIT, Sync.
     if (PQenterPipelineMode(conn) != 1) {
@@ -630,6 +585,10 @@ Result<void> PostgresBackend::commit(const WriteBatch& batch) {
     int sent = 0;
     bool queued = c.send_plain("BEGIN");
     ++sent;
+    if (object) {
+      queued = queued && c.send("check_lease", {store_, *object, token_param});
+      ++sent;
+    }
     for (const auto& [begin, end] : net.ranges) {
       queued = queued && c.send("del_range", {begin, end});
       ++sent;
@@ -646,7 +605,7 @@ Result<void> PostgresBackend::commit(const WriteBatch& batch) {
     ++sent;
     queued = queued && PQpipelineSync(conn) == 1;
     if (!queued) {
-      // The connection is left mid-pipeline, so the lease drops it. Nothing was committed:
+      // The connection is left mid-pipeline, so the checkout drops it. Nothing was committed:
       // COMMIT never reached the server.
       return Error{ErrorCode::unavailable, description_ + ": commit: " +
                                                trimmed_message(PQerrorMessage(conn))};

@@ -7,6 +7,7 @@
 
 #include "crash_loop.hpp"
 #include "dorm/storage/conformance.hpp"
+#include "dorm/storage/lease_conformance.hpp"
 #include "dorm/storage/open.hpp"
 #include "dorm/storage/postgres_backend.hpp"
 #include "pg_server.hpp"
@@ -56,11 +57,35 @@ std::unique_ptr<Backend> must(Result<std::unique_ptr<Backend>> r) {
 
 DORM_BACKEND_CONFORMANCE("postgres", postgres(""))
 DORM_BACKEND_CONFORMANCE("postgres fsync", postgres("&durability=fsync&pool=2"))
+// Every open of a directory is another node's handle on the same table.
+DORM_LEASE_CONFORMANCE("postgres shared", postgres("&shared=true"), true)
 
 TEST_CASE("postgres: every acknowledged batch survives SIGKILLs of its writer, whole") {
   // Each kill ends the writer's PostgreSQL session mid-transaction or between them; the
   // next writer waits for the dead one's owner lock (lock_wait) and goes on.
   crash_loop(server().uri() + "&table=" + fresh_table(), "postgres");
+}
+
+TEST_CASE("postgres: shared nodes serve a table together and exclude a lone owner") {
+  std::string base = server().uri() + "&table=" + fresh_table() + "&lock_wait=0";
+  auto a = must(dorm::storage::open_backend(base + "&shared=true"));
+  auto b = must(dorm::storage::open_backend(base + "&shared=true"));
+  auto alone = dorm::storage::open_backend(base);
+  REQUIRE_FALSE(alone.ok());
+  CHECK(alone.error().code == ErrorCode::busy);
+  // Both see each other's writes: one store.
+  WriteBatch w;
+  w.put("k", "from a");
+  REQUIRE(a->commit(w).ok());
+  CHECK(b->get("k").value() == std::optional<std::string>("from a"));
+  a.reset();
+  b.reset();
+  // Once they are gone a lone owner may open it, and then no node may.
+  auto owner = must(dorm::storage::open_backend(base));
+  auto node = dorm::storage::open_backend(base + "&shared=true");
+  REQUIRE_FALSE(node.ok());
+  CHECK(node.error().code == ErrorCode::busy);
+  CHECK(node.error().message.find("serves it alone") != std::string::npos);
 }
 
 TEST_CASE("postgres: one owner per table; the lock goes with the owner") {

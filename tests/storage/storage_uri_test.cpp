@@ -33,7 +33,7 @@ TEST_CASE("storage URI: the three schemes and durability") {
 TEST_CASE("storage URI: postgres takes libpq's URI, dorm's options and libpq's own") {
   auto r = parse_storage_uri(
       "postgresql://dorm@db.example:5433/app?durability=fsync&table=sessions&sslmode=require&"
-      "pool=8&lock_wait=0");
+      "pool=8&lock_wait=0&shared=true");
   REQUIRE(r.ok());
   CHECK(r->scheme == Scheme::postgres);
   CHECK(r->scheme_name() == "postgres");
@@ -44,6 +44,7 @@ TEST_CASE("storage URI: postgres takes libpq's URI, dorm's options and libpq's o
   CHECK(settings->table == "sessions");
   CHECK(settings->pool == 8);
   CHECK(settings->lock_wait == std::chrono::seconds(0));
+  CHECK(settings->shared);
   // dorm's options are not libpq's: only sslmode reaches it.
   CHECK(settings->conninfo == "postgresql://dorm@db.example:5433/app?sslmode=require");
   auto defaults = dorm::storage::PostgresBackend::settings_from(*parse_storage_uri("postgres://h/db"));
@@ -52,6 +53,7 @@ TEST_CASE("storage URI: postgres takes libpq's URI, dorm's options and libpq's o
   CHECK(defaults->pool == 4);
   CHECK(defaults->lock_wait == std::chrono::seconds(10));
   CHECK(defaults->durability == Durability::process);
+  CHECK_FALSE(defaults->shared);
 }
 
 TEST_CASE("storage URI: canonical form round-trips") {
@@ -84,6 +86,7 @@ TEST_CASE("storage URI: malformed input is rejected with the reason") {
            Case{"postgres://h/db?pool=0", "pool must be a whole number from 1 to 64"},
            Case{"postgres://h/db?pool=65", "pool must be a whole number from 1 to 64"},
            Case{"postgres://h/db?lock_wait=-1", "lock_wait must be a whole number from 0"},
+           Case{"postgres://h/db?shared=yes", "shared must be true or false, not 'yes'"},
            Case{"postgres://h/db?bogus=1", "invalid URI query parameter: \"bogus\""},
            Case{"postgres://h/db?reserve=1GiB", "invalid URI query parameter: \"reserve\""},
            Case{"ROCKSDB:x", "unknown scheme 'ROCKSDB'"},

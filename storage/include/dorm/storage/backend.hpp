@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "dorm/result.hpp"
+#include "dorm/storage/leases.hpp"
 #include "dorm/storage/write_batch.hpp"
 
 namespace dorm::storage {
@@ -159,6 +160,18 @@ class Backend {
   // after which `path` may hold an unusable partial copy (backup.hpp removes it).
   virtual Result<CopyStats> backup_to(const std::string& path);
 
+  // Optional capability: leases, for a store several processes serve together
+  // (leases.hpp). Null (the default) for a store only one process may open.
+  virtual LeaseTable* leases() { return nullptr; }
+
+  // Optional capability, with leases(): commits `batch` as commit() does, but only if
+  // `token` is the current lease token of `object` (LeaseTable), checked atomically with
+  // the commit and holding the lease still until it is done.
+  // Errors: fenced when the lease moved on (nothing is applied); not_supported (the
+  // default) for a store without leases; commit()'s own errors otherwise.
+  virtual Result<void> commit_leased(const WriteBatch& batch, std::string_view object,
+                                     std::uint64_t token);
+
   // The durability this store was opened with.
   virtual Durability durability() const = 0;
 
@@ -185,6 +198,11 @@ class BackendWrapper : public Backend {
   Result<void> commit(const WriteBatch& batch) override { return target_.commit(batch); }
   Result<void> check_space() override { return target_.check_space(); }
   Result<CopyStats> backup_to(const std::string& path) override { return target_.backup_to(path); }
+  LeaseTable* leases() override { return target_.leases(); }
+  Result<void> commit_leased(const WriteBatch& batch, std::string_view object,
+                             std::uint64_t token) override {
+    return target_.commit_leased(batch, object, token);
+  }
   Durability durability() const override { return target_.durability(); }
   std::string describe() const override { return target_.describe(); }
 

@@ -28,6 +28,8 @@ class FencedBackend final : public BackendWrapper {
   Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
   Result<void> commit(const WriteBatch& batch) override;
   Result<CopyStats> backup_to(const std::string& path) override;
+  Result<void> commit_leased(const WriteBatch& batch, std::string_view object,
+                             std::uint64_t token) override;
 
  private:
   // Calls hold it shared; fence() takes it exclusively to wait them out.

@@ -31,6 +31,17 @@
 // opener got it meanwhile (the lock is held, or the token moved) the handle is fenced:
 // every call fails with `fenced` from then on. A read_only open takes no lock, creates nothing (a
 // missing table is not_found) and runs its statements in read-only transactions.
+//
+// Shared (`shared=true`): several dorm processes ("nodes") serve the store together. Each
+// holds the owner lock in shared mode (so nodes and a lone owner exclude each other, either
+// way round), and each object has a lease (leases.hpp) in the table
+// `dorm_leases`, nodes announce themselves in `dorm_nodes`, tokens come from the sequence
+// `dorm_fencing_tokens`, and an object's commits (commit_leased) begin by checking its
+// token with the function `dorm_check_lease`, which holds the lease row (FOR SHARE) until
+// the commit ends, so a take-over waits for a commit under way and the commit after it is
+// refused: still one round trip. The lease tables exist in every read-write store (created
+// with the data table, under a transaction-level advisory lock so nodes starting together
+// do not race); a store that is not shared may use them too.
 #pragma once
 
 #include <atomic>
@@ -47,7 +58,7 @@
 
 namespace dorm::storage {
 
-class PostgresBackend final : public Backend {
+class PostgresBackend final : public Backend, public LeaseTable {
  public:
   struct Settings {
     // A libpq connection URI (postgresql://…) holding only libpq's own parameters.
@@ -56,6 +67,8 @@ class PostgresBackend final : public Backend {
     std::size_t pool = 4;
     std::chrono::seconds lock_wait{10};
     Durability durability = Durability::process;
+    // Several processes serve the store (no owner lock; objects fenced by their leases).
+    bool shared = false;
   };
 
   // The settings a `postgres:` StorageUri names (see storage_uri.hpp for the options).
@@ -77,6 +90,9 @@ class PostgresBackend final : public Backend {
       std::span<const std::string> keys) override;
   Result<std::vector<KeyValue>> scan(const ScanOptions& options) override;
   Result<void> commit(const WriteBatch& batch) override;
+  Result<void> commit_leased(const WriteBatch& batch, std::string_view object,
+                             std::uint64_t token) override;
+  LeaseTable* leases() override { return mode_ == OpenMode::read_write ? this : nullptr; }
   // not_supported: back a PostgreSQL store up with the server's own tools (pg_dump of the
   // table, or base backups with WAL archiving), as docs/storage.md describes.
   Result<CopyStats> backup_to(const std::string& path) override;
@@ -84,6 +100,17 @@ class PostgresBackend final : public Backend {
   // `postgres://USER@HOST:PORT/DB?table=T`, never with a password.
   std::string describe() const override;
   OpenMode mode() const { return mode_; }
+
+  // LeaseTable (leases.hpp), over dorm_leases and dorm_nodes.
+  Result<LeaseGrant> acquire(std::string_view object, std::string_view node, std::int64_t now_ms,
+                             std::int64_t expires_ms) override;
+  Result<std::vector<std::string>> renew(std::string_view node, std::span<const HeldLease> held,
+                                         std::int64_t expires_ms) override;
+  Result<void> release(std::string_view object, std::uint64_t token) override;
+  Result<std::optional<LeaseHolder>> holder(std::string_view object) override;
+  Result<void> announce(const NodeRecord& node) override;
+  Result<std::vector<NodeRecord>> nodes() override;
+  Result<void> retire(std::string_view node) override;
 
   // The value of `synchronous_commit` on a pooled connection, so tests can check what
   // durability is in force.
@@ -95,9 +122,9 @@ class PostgresBackend final : public Backend {
   PostgresBackend(Settings settings, OpenMode mode);
 
   // A pooled connection for the caller's exclusive use until the lease ends.
-  class Lease;
-  Result<Lease> acquire();
-  void release(std::unique_ptr<Connection> connection);
+  class Checkout;
+  Result<Checkout> checkout();
+  void give_back(std::unique_ptr<Connection> connection);
   // Runs the read `f` on a pooled connection.
   template <class F>
   auto read(F&& f) -> decltype(f(std::declval<Connection&>()));
@@ -111,10 +138,17 @@ class PostgresBackend final : public Backend {
   // be taken back with the owner token unchanged. Otherwise the handle is fenced for good.
   Result<void> confirm_owner();
   Error fenced_error() const;
+  // Creates the data table, the owner and lease tables and the lease check, once per
+  // database whoever else starts at the same time.
+  Result<void> create_schema(Connection& c);
+  // commit() and commit_leased(): with `object`, the batch applies only under its lease.
+  Result<void> commit_batch(const WriteBatch& batch, const std::string_view* object,
+                            std::uint64_t token);
 
   const Settings settings_;
   const OpenMode mode_;
   std::string description_;
+  std::string store_;  // schema.table: the store's name in dorm_owners, dorm_leases, dorm_nodes
   std::mutex owner_mutex_;
   std::unique_ptr<Connection> owner_;  // holds the advisory lock; null when read_only
   std::string token_;                  // this owner's row in dorm_owners
