@@ -104,6 +104,17 @@ HttpResponse to_response(const Rejection& rejection) {
 HttpResponse to_response(const caf::error& error) {
   // A turn whose commit the store refused for space kept nothing and released nothing.
   if (is(error, RuntimeErrc::no_space)) return to_response(Rejection::storage_full());
+  // Scale-out: another node serves this session and this one does not forward yet. 421
+  // Misdirected Request: the request may be sent again to the node named.
+  if (auto owner = owner_of(error)) {
+    auto res = json_error(421, kTransportError,
+                          "this session is served by node " + owner->node +
+                              (owner->address.empty() ? std::string()
+                                                      : " at " + owner->address) +
+                              "; send the request there");
+    res.headers.emplace_back("Dorm-Node", owner->node);
+    return res;
+  }
   // A failed or reset turn committed nothing and released nothing: sending the request
   // again is safe, so it is "unavailable, retry", like a full mailbox or a restart.
   if (is(error, RuntimeErrc::overloaded) || is(error, RuntimeErrc::stopped) ||

@@ -163,6 +163,8 @@ Runtime::Impl::NamespaceCounters* Runtime::Impl::counters_of(std::string_view ns
 }
 
 void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause cause, bool remember) {
+  // Released before the directory lets a successor start, here or on another node.
+  drop_lease(act);
   std::unique_ptr<std::vector<detail::Envelope>> parked;
   caf::actor successor;
   std::vector<caf::actor> victims;

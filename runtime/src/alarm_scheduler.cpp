@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "dorm/runtime/keys.hpp"
 #include "dorm/runtime/log.hpp"
 
 namespace dorm::detail {
@@ -18,7 +19,17 @@ AlarmScheduler::AlarmScheduler(caf::actor_config& cfg, Runtime* runtime, Runtime
 
 caf::behavior AlarmScheduler::make_behavior() {
   tick();  // the window is empty, its horizon the start of the index: this reads a page
+  // Scale-out: other nodes set alarms this one is never told of. Once a lease period it
+  // reads the index again from the start, so a dead node's alarms are delivered here once
+  // its leases ran out (delivering one another node holds is put off, not failed).
+  const bool node = impl_->leases != nullptr;
+  if (node) delayed_send(this, impl_->options.node.lease, AlarmRescan{});
   return {
+      [this](AlarmRescan) {
+        window_.restart();
+        tick();
+        delayed_send(this, impl_->options.node.lease, AlarmRescan{});
+      },
       [this](const AlarmTick& t) {
         if (t.version != timer_version_) return;  // re-armed since: stale
         armed_ms_.reset();
@@ -86,6 +97,7 @@ void AlarmScheduler::tick() {
       std::string key = it->first;
       Delivery d = it->second.delivery;
       it = retries_.erase(it);
+      if (d.elsewhere && !still_stored(key, d.version)) continue;  // its owner delivered it
       deliver(key, std::move(d));
     } else {
       consider(it->second.at_ms);
@@ -217,8 +229,13 @@ void AlarmScheduler::deliver(const std::string& index_key, Delivery d) {
   caf::actor_addr self = address();
   runtime_->deliver(ObjectHandle{id}, caf::make_message(std::move(invocation)),
                     [self, index_key](caf::expected<caf::message> r) {
+                      std::int64_t elsewhere_until = 0;
+                      if (!r) {
+                        if (auto owner = owner_of(r.error())) elsewhere_until = owner->expires_ms;
+                      }
                       if (auto me = caf::actor_cast<caf::actor>(self)) {
-                        caf::anon_send(me, AlarmDone{index_key, static_cast<bool>(r)});
+                        caf::anon_send(me, AlarmDone{index_key, static_cast<bool>(r),
+                                                     elsewhere_until});
                       }
                     });
 }
@@ -231,7 +248,15 @@ void AlarmScheduler::done(const AlarmDone& result) {
   // Done with this version, whatever follows: a retry is kept in retries_, and a copy a
   // refill read meanwhile must not go out again as a first attempt.
   window_.forget(result.index_key, d.version);
-  if (!result.ok) {
+  if (!result.ok && result.elsewhere_until > 0) {
+    // Another node holds the object and delivers its alarms. Not a failed attempt: look
+    // again when that lease may have run out (a dead holder's alarms are ours then; a
+    // delivered one is found deleted, which the object ignores).
+    std::int64_t at = std::max(result.elsewhere_until, impl_->clock->now_ms() + 1);
+    d.elsewhere = true;
+    retries_[result.index_key] = Retry{std::move(d), at};
+    arm(at);
+  } else if (!result.ok) {
     if (d.exhausted) {
       // The exhausted hook's own turn failed: the alarm stays stored and is delivered
       // again after the next start.
@@ -250,6 +275,13 @@ void AlarmScheduler::done(const AlarmDone& result) {
   // have room for the rest of the index again.
   publish_late(impl_->clock->now_ms());
   tick_soon();
+}
+
+bool AlarmScheduler::still_stored(const std::string& index_key, const std::string& version) {
+  auto stored = impl_->backend.get(keys::index_entry(keys::kAlarmIndex, index_key));
+  // Unreadable: deliver (at least once); the object ignores a stale delivery.
+  if (!stored) return stored.error().code != ErrorCode::fenced;
+  return *stored && **stored == version;
 }
 
 void AlarmScheduler::arm(std::optional<std::int64_t> at_ms) {

@@ -44,6 +44,7 @@ class AlarmScheduler : public caf::event_based_actor {
     std::string version;
     int attempt = 1;
     bool exhausted = false;
+    bool elsewhere = false;  // scale-out: put off because another node held the object
   };
   struct Retry {
     Delivery delivery;
@@ -70,6 +71,8 @@ class AlarmScheduler : public caf::event_based_actor {
   // A tick as soon as the mailbox allows, once however often it is asked for.
   void tick_soon();
   std::int64_t jittered_delay_ms(int failed_attempt);
+  // Whether the alarm index still holds `index_key` at `version` (read from the store).
+  bool still_stored(const std::string& index_key, const std::string& version);
   // True if the alarm with this version was set by an earlier runtime over this store.
   bool set_before_start(std::string_view version) const;
   // Stores how many alarms are due and not handed out (RuntimeStats::alarms_late): those

@@ -51,6 +51,12 @@ class AlarmWindow {
   // Forgets `key` if the window holds it with `version` (a delivered alarm the object
   // cleared, or left stale: the scheduler is done with that version either way).
   void forget(const std::string& key, const std::string& version);
+  // Forgets everything and knows nothing again, as at the start: the next fill reads the
+  // index from its beginning (scale-out nodes do, to find alarms other nodes set).
+  void restart() {
+    entries_.clear();
+    horizon_ = std::string();
+  }
   // Forgets `key` whatever its version (being delivered, or malformed).
   void erase(const std::string& key) { entries_.erase(key); }
 

@@ -96,6 +96,30 @@ void ObjectHost::on_exit() {
 }
 
 caf::behavior ObjectHost::make_behavior() {
+  // Scale-out: the object's lease first. Held elsewhere, nothing runs here.
+  if (impl_->leases) return claim_lease(true);
+  return start_running();
+}
+
+caf::behavior ObjectHost::claim_lease(bool first) {
+  auto taken = impl_->take_lease(*activation_, address());
+  if (auto* failure = std::get_if<caf::error>(&taken)) return refuse(*failure);
+  if (auto* holder = std::get_if<storage::LeaseHolder>(&taken)) {
+    // A holder that stopped announcing itself is presumed dead: its lease runs out soon,
+    // and this activation takes the object over then. Messages wait in the mailbox.
+    if (auto wait = impl_->wait_out(*holder); wait && first) {
+      set_default_handler(caf::skip);
+      delayed_send(this, *wait, LeaseRetry{});
+      return {[this](LeaseRetry) { become(claim_lease(false)); }};
+    }
+    return refuse(make_not_owner(OwnerInfo{holder->node, holder->address, holder->expires_ms}));
+  }
+  const auto token = std::get<std::uint64_t>(taken);
+  storage_.hold_lease(token, impl_->leased_generation(token));
+  return start_running();
+}
+
+caf::behavior ObjectHost::start_running() {
   // on_start completes before any message is handled: messages sent meanwhile wait in the
   // mailbox, in send order.
   auto span = start_span(trace::kActivationSpan, trace());
@@ -124,6 +148,21 @@ caf::behavior ObjectHost::make_behavior() {
   return {[this](Envelope& env) { handle(env); }};
 }
 
+caf::behavior ObjectHost::refuse(const caf::error& why) {
+  // The activation leaves the directory now, so later messages start a new one (which
+  // asks for the lease again); those already in the mailbox are answered with `why`, and
+  // the stop request queued behind them ends the actor.
+  phase_ = Phase::stopping;
+  impl_->end(activation_.get(), start_reason_, Runtime::Impl::EndCause::elsewhere, false);
+  caf::anon_send(this, StopRequest{StopReason::idle});
+  return {
+      [why](Envelope& env) {
+        if (env.reply) env.reply->deliver(why);
+      },
+      [this](StopRequest) { quit(); },
+  };
+}
+
 caf::result<caf::message> ObjectHost::handle_other(caf::message_view& view) {
   auto& msg = view.content();
   if (msg.match_elements<ContinuationReply>()) {
@@ -134,6 +173,12 @@ caf::result<caf::message> ObjectHost::handle_other(caf::message_view& view) {
     stop(msg.get_as<StopRequest>(0).reason);
   } else if (msg.match_elements<IdleCheck>()) {
     idle_check();
+  } else if (msg.match_elements<LeaseLost>()) {
+    // Another node owns the object now: whatever this activation holds in memory is not
+    // the object's any more, and it must not answer from it.
+    if (!resetting_ && phase_ == Phase::running) {
+      reset(make_error(RuntimeErrc::object_reset, "the object's lease was lost to another node"));
+    }
   } else {
     return caf::sec::unexpected_message;
   }

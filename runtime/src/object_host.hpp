@@ -85,6 +85,13 @@ class ObjectHost : public caf::event_based_actor {
   Result<void> commit_storage();
   void release_outbox();
   void reset(const caf::error& why);
+  // Scale-out: the lease is held elsewhere; answers what reached the mailbox with `why`.
+  caf::behavior refuse(const caf::error& why);
+  // Scale-out: takes the object's lease, then starts (start_running); or waits once for a
+  // dead holder's lease to run out (`first`), or refuses.
+  caf::behavior claim_lease(bool first);
+  // on_start, then the behavior that handles the object's messages.
+  caf::behavior start_running();
   // A span about this activation (namespace, id and epoch set) if the runtime traces;
   // otherwise one that records nothing.
   trace::Span start_span(std::string_view name, std::optional<trace::TraceContext> parent,

@@ -253,7 +253,8 @@ Result<void> ObjectStorage::commit() {
   const auto& writes = writing().writes();
   Result<void> committed;
   if (!writes.empty()) {
-    committed = backend_.commit(writes);
+    committed = lease_token_ ? backend_.commit_leased(writes, root(), lease_token_)
+                             : backend_.commit(writes);
     // Applied, the batch is what the store holds now. Failed, it may still have been
     // applied (a lost acknowledgement): what the store holds is unknown, so the cache
     // forgets all. (No cache yet: there is nothing to keep in step.)

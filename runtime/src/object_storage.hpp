@@ -103,6 +103,13 @@ class ObjectStorage {
   std::vector<AlarmIndexChange> take_alarm_changes();
   // The activation's epoch (alarm versions carry it).
   Epoch epoch() const { return epoch_; }
+  // Scale-out: the activation holds its object's lease `token`; from now on every commit is
+  // checked against it (Backend::commit_leased), and the epoch's generation is `generation`.
+  // Called before the activation's first turn.
+  void hold_lease(std::uint64_t token, std::uint64_t generation) {
+    lease_token_ = token;
+    epoch_.generation = generation;
+  }
 
  private:
   Result<void> check_write(std::size_t key_bytes, std::size_t value_bytes);
@@ -130,6 +137,7 @@ class ObjectStorage {
   std::unique_ptr<ObjectCache> cache_;  // the committed state of the keys under root()
   std::unique_ptr<TurnScratch> turn_;   // during a turn only
   std::uint64_t alarm_sequence_ = 0;
+  std::uint64_t lease_token_ = 0;  // 0: the runtime is not a scale-out node
 };
 
 }  // namespace dorm::detail

@@ -14,6 +14,7 @@
 #include "dorm/runtime/keys.hpp"
 #include "dorm/runtime/log.hpp"
 #include "alarm_scheduler.hpp"
+#include "lease_keeper.hpp"
 #include "object_host.hpp"
 
 namespace dorm {
@@ -58,8 +59,10 @@ const std::string kGenerationKey = keys::meta(keys::kMetaGeneration);
 const std::string kCleanShutdownKey = keys::meta(keys::kMetaCleanShutdown);
 const std::string kVersionLabelKey = keys::meta(keys::kMetaVersionLabel);
 
+// `leases`: a scale-out node's (of node `node`, at `now_ms`), or null.
 Result<std::string> load_secret(storage::Backend& backend, const std::string& file,
-                                const std::string& given) {
+                                const std::string& given, storage::LeaseTable* leases,
+                                const std::string& node, std::int64_t now_ms) {
   if (!given.empty()) {
     if (given.size() != IdCodec::kSecretBytes) {
       return Error{ErrorCode::invalid_argument,
@@ -90,7 +93,27 @@ Result<std::string> load_secret(storage::Backend& backend, const std::string& fi
   }
   storage::WriteBatch batch;
   batch.put(kSecretKey, secret);
-  if (auto ok = backend.commit(batch); !ok) return std::move(ok).error();
+  if (!leases) {
+    if (auto ok = backend.commit(batch); !ok) return std::move(ok).error();
+    return secret;
+  }
+  // Nodes starting together must agree on one secret: it is written under a lease of its
+  // key, and a node that finds the lease taken or the secret written reads it instead.
+  auto grant = leases->acquire(kSecretKey, node, now_ms, now_ms + 60'000);
+  if (!grant) return std::move(grant).error();
+  if (!grant->granted()) {
+    return Error{ErrorCode::busy, "node " + grant->holder->node +
+                                      " is creating the store's id secret right now: start "
+                                      "this node again in a moment, or give every node the "
+                                      "same secret file"};
+  }
+  auto again = backend.get(kSecretKey);
+  Result<void> written;
+  if (again && !*again) written = backend.commit_leased(batch, kSecretKey, grant->token);
+  (void)leases->release(kSecretKey, grant->token);
+  if (!again) return std::move(again).error();
+  if (*again) return std::move(**again);
+  if (!written) return std::move(written).error();
   return secret;
 }
 
@@ -103,8 +126,12 @@ struct Start {
 // it left a clean-shutdown marker (after_shutdown) or not (after_crash), or ran another
 // version (after_redeploy). The marker is cleared in the same batch, so a crash of this
 // runtime is seen as one by the next.
-Result<Start> begin_generation(storage::Backend& backend, const std::string& label) {
-  std::vector<std::string> keys{kGenerationKey, kCleanShutdownKey, kVersionLabelKey};
+//
+// A scale-out node keeps these per node (`suffix` "/<node id>"): how *it* ended last time.
+Result<Start> begin_generation(storage::Backend& backend, const std::string& label,
+                               const std::string& suffix) {
+  std::vector<std::string> keys{kGenerationKey + suffix, kCleanShutdownKey + suffix,
+                                kVersionLabelKey + suffix};
   auto stored = backend.get_many(keys);
   if (!stored) return std::move(stored).error();
   std::uint64_t generation = 0;
@@ -127,11 +154,50 @@ Result<Start> begin_generation(storage::Backend& backend, const std::string& lab
   }
   ++generation;
   storage::WriteBatch batch;
-  batch.put(kGenerationKey, std::to_string(generation));
-  batch.del(kCleanShutdownKey);
-  batch.put(kVersionLabelKey, label);
+  batch.put(keys[0], std::to_string(generation));
+  batch.del(keys[1]);
+  batch.put(keys[2], label);
   if (auto ok = backend.commit(batch); !ok) return std::move(ok).error();
   return Start{generation, kind};
+}
+
+// The store's generation as a runtime that owned it alone left it (0 if none ever did):
+// scale-out nodes never bump it, and number their activations above it.
+Result<std::uint64_t> stored_generation(storage::Backend& backend) {
+  auto g = backend.get(kGenerationKey);
+  if (!g) return std::move(g).error();
+  std::uint64_t generation = 0;
+  if (*g) {
+    const auto& text = **g;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), generation);
+    if (ec != std::errc{} || end != text.data() + text.size()) {
+      return Error{ErrorCode::corruption, "stored generation '" + text + "' is not a number"};
+    }
+  }
+  return generation;
+}
+
+// Checks a scale-out node's settings against its store; the store's leases.
+Result<storage::LeaseTable*> node_leases(storage::Backend& backend, const RuntimeOptions::Node& node) {
+  if (!keys::valid_name(node.id)) {
+    return Error{ErrorCode::invalid_argument,
+                 "node id '" + node.id + "' must be 1 to 64 characters from [a-z0-9._-]"};
+  }
+  if (node.lease.count() <= 0 || node.renew_every.count() <= 0 ||
+      node.renew_every >= node.lease) {
+    return Error{ErrorCode::invalid_argument,
+                 "a node's leases must last longer than its renewal period (lease " +
+                     std::to_string(node.lease.count()) + " ms, renewed every " +
+                     std::to_string(node.renew_every.count()) + " ms)"};
+  }
+  auto* leases = backend.leases();
+  if (!leases) {
+    return Error{ErrorCode::invalid_argument,
+                 "node " + node.id + ": " + backend.describe() +
+                     " has no leases, so it cannot be served by several nodes (open a "
+                     "PostgreSQL store with shared=true)"};
+  }
+  return leases;
 }
 
 }  // namespace
@@ -144,23 +210,44 @@ caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
 
 Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, RuntimeOptions options) {
-  // Before anything is read or written: the loser of two starts changes nothing.
-  if (auto claimed = claim_store(backend); !claimed) return std::move(claimed).error();
-  ClaimGuard claim{&backend};
+  // Before anything is read or written: the loser of two starts changes nothing. Nodes of
+  // a shared store keep each other off its objects with leases instead.
+  const bool node = !options.node.id.empty();
+  storage::LeaseTable* leases = nullptr;
+  if (node) {
+    auto checked = node_leases(backend, options.node);
+    if (!checked) return std::move(checked).error();
+    leases = *checked;
+  } else if (auto claimed = claim_store(backend); !claimed) {
+    return std::move(claimed).error();
+  }
+  ClaimGuard claim{node ? nullptr : &backend};
   auto impl = std::make_unique<Impl>(backend, std::move(options));
   Impl& rt = *impl;
   rt.clock = rt.options.virtual_clock ? rt.options.virtual_clock
              : rt.options.clock       ? rt.options.clock
                                       : &rt.system_clock;
-  auto secret = load_secret(rt.backend, rt.options.secret_file, rt.options.secret);
+  auto secret = load_secret(rt.backend, rt.options.secret_file, rt.options.secret, leases,
+                            rt.options.node.id, rt.clock->now_ms());
   if (!secret) return std::move(secret).error();
   auto codec = IdCodec::create(*secret);
   if (!codec) return std::move(codec).error();
   rt.ids.emplace(std::move(codec).value());
-  auto begun = begin_generation(rt.backend, rt.options.version_label);
+  auto begun = begin_generation(rt.backend, rt.options.version_label,
+                                node ? "/" + rt.options.node.id : std::string());
   if (!begun) return std::move(begun).error();
   rt.generation = begun->generation;
   rt.start_kind = begun->kind;
+  if (node) {
+    auto floor = stored_generation(rt.backend);
+    if (!floor) return std::move(floor).error();
+    rt.generation = *floor;
+    rt.leases = leases;
+    const auto& n = rt.options.node;
+    if (auto ok = leases->announce({n.id, n.address, rt.clock->now_ms()}); !ok) {
+      return std::move(ok).error();
+    }
+  }
 
   rt.config = std::make_unique<caf::actor_system_config>();
   if (rt.options.virtual_clock) {
@@ -181,6 +268,10 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   auto runtime = std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
   runtime->impl_->alarm_scheduler =
       runtime->impl_->system->spawn<detail::AlarmScheduler>(runtime.get(), runtime->impl_.get());
+  if (node) {
+    runtime->impl_->lease_keeper =
+        runtime->impl_->system->spawn<detail::LeaseKeeper>(runtime->impl_.get());
+  }
   // On virtual time, start means started: the scheduler has read the alarm index (and
   // released whatever was due) before start() returns.
   runtime->run_until_idle();
@@ -198,6 +289,10 @@ void Runtime::shutdown() {
   // The scheduler first, so that no alarm delivery starts while objects stop.
   caf::anon_send_exit(impl_->alarm_scheduler, caf::exit_reason::user_shutdown);
   impl_->alarm_scheduler = nullptr;
+  if (impl_->lease_keeper) {
+    caf::anon_send_exit(impl_->lease_keeper, caf::exit_reason::user_shutdown);
+    impl_->lease_keeper = nullptr;
+  }
   auto active = impl_->stop_admitting();
   for (auto& act : active) caf::anon_send(act->actor, detail::StopRequest{StopReason::shutdown});
   active.clear();
@@ -208,12 +303,20 @@ void Runtime::shutdown() {
   impl_->system.reset();  // waits for every actor to finish its on_stop
   impl_->forget_all();
   // Last: the marker says every object got its on_stop and committed.
+  const std::string suffix = impl_->leases ? "/" + impl_->options.node.id : std::string();
   storage::WriteBatch marker;
-  marker.put(kCleanShutdownKey, std::to_string(impl_->generation));
+  marker.put(kCleanShutdownKey + suffix, std::to_string(impl_->generation));
   if (auto ok = impl_->backend.commit(marker); !ok) {
     log::error("clean_shutdown_marker_failed", {{"error", ok.error().describe()}});
   }
-  release_store(impl_->store);
+  if (impl_->leases) {
+    // Every activation released its lease as it stopped; the node leaves the registry.
+    if (auto ok = impl_->leases->retire(impl_->options.node.id); !ok) {
+      log::warn("node_retire_failed", {{"error", ok.error().describe()}});
+    }
+  } else {
+    release_store(impl_->store);
+  }
 }
 
 void Runtime::crash() {
@@ -222,7 +325,7 @@ void Runtime::crash() {
   // Fence first: from here on nothing this runtime does reaches the store, and another
   // runtime may start on it.
   impl_->backend.fence();
-  release_store(impl_->store);
+  if (!impl_->leases) release_store(impl_->store);
   // Requests that die with this runtime tell their senders so.
   impl_->drop_reason->store(RuntimeErrc::node_restarting);
   impl_->crashed.store(true);
@@ -230,6 +333,8 @@ void Runtime::crash() {
   for (auto& act : impl_->stop_admitting()) actors.push_back(act->actor);
   actors.push_back(impl_->alarm_scheduler);
   impl_->alarm_scheduler = nullptr;
+  if (impl_->lease_keeper) actors.push_back(impl_->lease_keeper);
+  impl_->lease_keeper = nullptr;
   for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::kill);
   actors.clear();
   if (impl_->coordinator()) run_until_idle();

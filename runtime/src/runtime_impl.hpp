@@ -15,7 +15,9 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "alarm_records.hpp"
@@ -91,6 +93,9 @@ struct NamespaceAdded {
 struct AlarmDone {
   std::string index_key;
   bool ok;
+  // Scale-out: not delivered because another node holds the object, whose lease runs out
+  // then (that node delivers it meanwhile); 0 otherwise.
+  std::int64_t elsewhere_until = 0;
 };
 
 // Asks an activation to stop (runtime shutdown; later also eviction).
@@ -100,6 +105,12 @@ struct StopRequest {
 
 // Asks an activation to check whether it has been idle long enough to stop.
 struct IdleCheck {};
+
+// Scale-out: the lease keeper's period, and its word to an activation whose lease is gone.
+struct LeaseTick {};
+struct LeaseRetry {};
+struct AlarmRescan {};
+struct LeaseLost {};
 
 }  // namespace dorm::detail
 
@@ -114,6 +125,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDue)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmChanged)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::NamespaceAdded)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::LeaseTick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::LeaseRetry)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmRescan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::LeaseLost)
 
 namespace dorm {
 
@@ -149,8 +164,8 @@ struct Runtime::Impl {
   std::atomic<bool> stopping{false};
   mutable std::shared_mutex namespaces_mutex;  // guards `namespaces`
   // Why an activation ended (RuntimeStats); the first four follow StopReason.
-  enum class EndCause : std::uint8_t { idle, budget, drain, shutdown, reset };
-  static constexpr std::size_t kEndCauses = 5;
+  enum class EndCause : std::uint8_t { idle, budget, drain, shutdown, reset, elsewhere };
+  static constexpr std::size_t kEndCauses = 6;
   static EndCause end_cause(StopReason r) { return static_cast<EndCause>(r); }
   // A namespace's share of RuntimeStats.
   struct NamespaceCounters {
@@ -189,6 +204,30 @@ struct Runtime::Impl {
   std::atomic<std::uint64_t> alarms_set{0};
   std::atomic<std::uint64_t> alarms_removed{0};
   std::atomic<std::uint64_t> alarms_late{0};  // published by the alarm scheduler
+
+  // ---- scale-out leases (leasing.cpp); only with options.node.id ----
+  storage::LeaseTable* leases = nullptr;
+  caf::actor lease_keeper;
+  struct HeldLease {
+    std::string object;  // the object's key prefix: what the lease is keyed by
+    std::uint64_t token;
+    caf::actor_addr host;
+  };
+  std::mutex leases_mutex;
+  std::unordered_map<const detail::Activation*, HeldLease> held_leases;
+  // Takes the lease of `act`'s object for this node (its host is `host`): the token, the
+  // lease another node holds, or the store's error.
+  std::variant<std::uint64_t, storage::LeaseHolder, caf::error> take_lease(
+      const detail::Activation& act, caf::actor_addr host);
+  // How long to wait for `holder`'s lease to run out before asking again, when the holder
+  // looks dead (no heartbeat for two renewal periods) and its lease ends soon; none when
+  // the holder looks alive (its messages are refused with not_owner at once).
+  std::optional<std::chrono::milliseconds> wait_out(const storage::LeaseHolder& holder) const;
+  // Releases the lease `act` holds, if any (not once crashed: a dead node releases nothing).
+  void drop_lease(const detail::Activation* act);
+  // The epoch generation of an activation under lease `token`: above every generation the
+  // store had before it was shared.
+  std::uint64_t leased_generation(std::uint64_t token) const { return generation + token; }
 
   Impl(storage::Backend& b, RuntimeOptions o) : store(b), backend(b), options(std::move(o)) {}
 

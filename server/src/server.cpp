@@ -255,7 +255,9 @@ struct Server::Impl {
 
   // What every session gets from the options; the development switches say what they break.
   actors::McpSessionOptions session_options();
-  Result<std::unique_ptr<Runtime>> start_runtime(storage::Backend& store, trace::Tracer* tracer);
+  // `url`: where this server listens (a scale-out node's default --advertise).
+  Result<std::unique_ptr<Runtime>> start_runtime(storage::Backend& store, trace::Tracer* tracer,
+                                                 const std::string& url);
 
   ServerOptions options;
   mcp::ToolRegistry tools;
@@ -295,13 +297,20 @@ struct Server::Impl::Startup {
 };
 
 Result<std::unique_ptr<Runtime>> Server::Impl::start_runtime(storage::Backend& store,
-                                                             trace::Tracer* tracer) {
+                                                             trace::Tracer* tracer,
+                                                             const std::string& url) {
   RuntimeOptions runtime_options;
   runtime_options.tracer = tracer;
   runtime_options.version_label = options.version;
   // Turns are synchronous (a tool may hold one): more workers than cores keeps one busy
   // session from holding up the others.
   runtime_options.workers = std::max(4u, std::thread::hardware_concurrency());
+  if (!options.node_id.empty()) {
+    runtime_options.node.id = options.node_id;
+    runtime_options.node.address = options.advertise.empty() ? url : options.advertise;
+    runtime_options.node.lease = std::chrono::milliseconds(options.lease_ms);
+    runtime_options.node.renew_every = std::chrono::milliseconds(options.lease_renew_ms);
+  }
   return Runtime::start(store, runtime_options);
 }
 
@@ -451,7 +460,8 @@ int Server::Impl::serve_bound(Startup& s) {
   MetricsDetach detach_store{s.metrics};
 
   // 3. The runtime: bumps the generation.
-  auto started = start_runtime(metered, s.tracer.get());
+  auto started = start_runtime(metered, s.tracer.get(),
+                               "http://" + s.server->local_address().to_string() + "/mcp");
   if (!started) {
     log::error("runtime_start_failed", {{"error", started.error().describe()}});
     return 1;
@@ -494,6 +504,11 @@ int Server::Impl::serve_bound(Startup& s) {
   }
   log::info("runtime_started", {{"generation", runtime.generation()},
                                 {"start_kind", to_string(runtime.start_kind())}});
+  if (!options.node_id.empty()) {
+    log::info("node_started", {{"node", options.node_id},
+                               {"lease_ms", options.lease_ms},
+                               {"renew_ms", options.lease_renew_ms}});
+  }
   // 4. Reap.
   if (options.reap_at_boot && options.reaper) reap_at_boot(runtime);
   if (options.modern_era && options.reaper) {

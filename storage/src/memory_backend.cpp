@@ -67,8 +67,9 @@ Result<void> MemoryBackend::commit_leased(const WriteBatch& batch, std::string_v
 LeaseHolder MemoryBackend::holder_locked(const std::string& object) const {
   const auto& lease = leases_.at(object);
   auto node = nodes_.find(lease.node);
-  return LeaseHolder{lease.node, node == nodes_.end() ? std::string() : node->second.address,
-                     lease.token, lease.expires_ms};
+  if (node == nodes_.end()) return LeaseHolder{lease.node, {}, lease.token, lease.expires_ms, 0};
+  return LeaseHolder{lease.node, node->second.address, lease.token, lease.expires_ms,
+                     node->second.heartbeat_ms};
 }
 
 Result<LeaseGrant> MemoryBackend::acquire(std::string_view object, std::string_view node,

@@ -13,8 +13,18 @@ MeteredBackend::Counters MeteredBackend::counters() const {
 }
 
 Result<void> MeteredBackend::commit(const WriteBatch& batch) {
+  return measure(batch, [&] { return target().commit(batch); });
+}
+
+Result<void> MeteredBackend::commit_leased(const WriteBatch& batch, std::string_view object,
+                                           std::uint64_t token) {
+  return measure(batch, [&] { return target().commit_leased(batch, object, token); });
+}
+
+template <class Commit>
+Result<void> MeteredBackend::measure(const WriteBatch& batch, Commit&& commit) {
   auto started = std::chrono::steady_clock::now();
-  auto committed = target().commit(batch);
+  auto committed = commit();
   latency_.record(std::chrono::steady_clock::now() - started);
   if (committed) {
     committed_bytes_.fetch_add(batch.byte_size(), std::memory_order_relaxed);

@@ -189,7 +189,8 @@ Result<std::unique_ptr<PostgresBackend::Connection>> PostgresBackend::connect_on
        {text, key, text, limit, number}},
       {"lease_holder",
        "SELECT l.node_id, coalesce(n.address, ''), l.fencing_token, "
-       "(extract(epoch FROM l.expires_at) * 1000)::bigint FROM dorm_leases l "
+       "(extract(epoch FROM l.expires_at) * 1000)::bigint, "
+       "coalesce((extract(epoch FROM n.heartbeat_at) * 1000)::bigint, 0) FROM dorm_leases l "
        "LEFT JOIN dorm_nodes n ON n.store = l.store AND n.node_id = l.node_id "
        "WHERE l.store = $1 AND l.object_id = $2",
        {text, key}},

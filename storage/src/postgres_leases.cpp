@@ -11,6 +11,16 @@ using namespace pg;
 
 Error invalid(std::string what) { return Error{ErrorCode::invalid_argument, std::move(what)}; }
 
+std::int64_t int8_cell(const PGresult* r, int row, int column) {
+  return static_cast<std::int64_t>(int8_value(PQgetvalue(r, row, column)));
+}
+
+// The first row of a lease_holder result.
+LeaseHolder holder_row(const PGresult* h) {
+  return LeaseHolder{cell(h, 0, 0), cell(h, 0, 1), int8_value(PQgetvalue(h, 0, 2)),
+                     int8_cell(h, 0, 3), int8_cell(h, 0, 4)};
+}
+
 }  // namespace
 
 Result<LeaseGrant> PostgresBackend::acquire(std::string_view object, std::string_view node,
@@ -32,9 +42,7 @@ Result<LeaseGrant> PostgresBackend::acquire(std::string_view object, std::string
       if (!held) return std::move(held).error();
       if (PQntuples(held->get()) == 1) {
         const PGresult* h = held->get();
-        return LeaseGrant{0, LeaseHolder{cell(h, 0, 0), cell(h, 0, 1),
-                                         int8_value(PQgetvalue(h, 0, 2)),
-                                         static_cast<std::int64_t>(int8_value(PQgetvalue(h, 0, 3)))}};
+        return LeaseGrant{0, holder_row(h)};
       }
     }
     return Error{ErrorCode::busy, description_ + ": the lease of an object kept changing hands"};
@@ -83,10 +91,7 @@ Result<std::optional<LeaseHolder>> PostgresBackend::holder(std::string_view obje
     auto r = c.run("lease_holder", {store_, object}, {}, description_ + ": reading a lease");
     if (!r) return std::move(r).error();
     if (PQntuples(r->get()) == 0) return std::optional<LeaseHolder>{};
-    const PGresult* h = r->get();
-    return std::optional<LeaseHolder>{
-        LeaseHolder{cell(h, 0, 0), cell(h, 0, 1), int8_value(PQgetvalue(h, 0, 2)),
-                    static_cast<std::int64_t>(int8_value(PQgetvalue(h, 0, 3)))}};
+    return std::optional<LeaseHolder>{holder_row(r->get())};
   });
 }
 
@@ -108,7 +113,7 @@ Result<std::vector<NodeRecord>> PostgresBackend::nodes() {
     std::vector<NodeRecord> out;
     for (int row = 0; row < PQntuples(r->get()); ++row) {
       out.push_back(NodeRecord{cell(r->get(), row, 0), cell(r->get(), row, 1),
-                               static_cast<std::int64_t>(int8_value(PQgetvalue(r->get(), row, 2)))});
+                               int8_cell(r->get(), row, 2)});
     }
     return out;
   });

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { DormProcess, WAIT_MS } from './lib/dorm_process.mjs';
+import { DormProcess, startPrimedCall } from './lib/dorm_process.mjs';
 import { startPostgres } from './lib/pg_server.mjs';
 
 test('postgres store: a session survives SIGKILL, and its cut call fails -32001 server_restart', async (t) => {
@@ -29,13 +29,7 @@ test('postgres store: a session survives SIGKILL, and its cut call fails -32001 
   const stored = await client.callTool({ name: 'kv_put', arguments: { key: 'colour', value: 'teal' } });
   assert.equal(stored.isError ?? false, false);
 
-  let primed;
-  const primedSeen = new Promise((resolve) => { primed = resolve; });
-  const call = client.callTool({ name: 'sleep', arguments: { ms: 30000 } }, undefined, {
-    timeout: WAIT_MS,
-    onresumptiontoken: (token) => primed(token),
-  });
-  const outcome = call.then(() => ({ ok: true }), (error) => ({ ok: false, error }));
+  const { primed: primedSeen, outcome } = startPrimedCall(client, 'sleep', { ms: 30000 });
   await primedSeen;
 
   const successor = new DormProcess(t, ['serve', '--listen', `127.0.0.1:${url.port}`, '--reuse-port',

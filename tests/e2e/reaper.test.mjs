@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { DormProcess, startServe, WAIT_MS } from './lib/dorm_process.mjs';
+import { DormProcess, startServe, startPrimedCall, WAIT_MS } from './lib/dorm_process.mjs';
 
 test('SDK client: SIGKILL during a 30 s sleep, a successor waiting on the port: the call rejects -32001 server_restart, then 204', async (t) => {
   const first = await startServe(t, { extraArgs: ['--fixtures', 'testing', '--reuse-port'] });
@@ -33,13 +33,7 @@ test('SDK client: SIGKILL during a 30 s sleep, a successor waiting on the port: 
   await client.connect(transport);
   t.after(() => client.close());
 
-  let primed;
-  const primedSeen = new Promise((resolve) => { primed = resolve; });
-  const call = client.callTool({ name: 'sleep', arguments: { ms: 30000 } }, undefined, {
-    timeout: WAIT_MS,
-    onresumptiontoken: (token) => primed(token),
-  });
-  const outcome = call.then(() => ({ ok: true }), (error) => ({ ok: false, error }));
+  const { primed: primedSeen, outcome } = startPrimedCall(client, 'sleep', { ms: 30000 });
   const token = await primedSeen;
   assert.match(token, /^[0-9a-f]{16}-0$/);
 

@@ -95,3 +95,18 @@ TEST_CASE("metered backend: commits are timed, their bytes counted, failures cou
   CHECK(metered.describe() == faulty.describe());
   CHECK(metered.durability() == faulty.durability());
 }
+
+TEST_CASE("metered backend: a scale-out node's leased commits are measured too") {
+  MemoryBackend memory;
+  MeteredBackend metered(memory);
+  REQUIRE(metered.leases() == &memory);
+  auto grant = memory.acquire("obj", "node", 0, 100);
+  REQUIRE(grant.ok());
+  WriteBatch w;
+  w.put("obj/k", "value");
+  REQUIRE(metered.commit_leased(w, "obj", grant->token).ok());
+  CHECK(metered.counters().committed_bytes == w.byte_size());
+  CHECK(metered.commit_leased(w, "obj", grant->token + 1).error().code == dorm::ErrorCode::fenced);
+  CHECK(metered.counters().failed == 1);
+  CHECK(metered.counters().latency.count == 2);
+}

@@ -181,6 +181,22 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
                  "The retry hint of priming events: how long a client waits before resuming")
       ->capture_default_str()
       ->check(CLI::Range(1, 60'000));
+  cmd.add_option("--node-id", serve.node_id,
+                 "Serve the store as this node of several (scale-out: a postgres:// store "
+                 "opened with shared=true; docs/scale-out.md)");
+  cmd.add_option("--advertise", serve.advertise,
+                 "The URL other nodes reach this node's /mcp at (default: where it listens)")
+      ->needs("--node-id");
+  cmd.add_option("--lease-ms", serve.lease_ms,
+                 "How long a node's lease of a session lasts unless renewed")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{200}, std::int64_t{600'000}))
+      ->needs("--node-id");
+  cmd.add_option("--lease-renew-ms", serve.lease_renew_ms,
+                 "How often a node renews its leases and announces itself (less than --lease-ms)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{50}, std::int64_t{300'000}))
+      ->needs("--node-id");
   cmd.add_option("--trace-file", serve.trace_file,
                  "Append finished spans to this file as OTLP JSON lines");
   cmd.add_option("--http-threads", serve.http_threads, "HTTP I/O threads")

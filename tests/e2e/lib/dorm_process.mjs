@@ -124,3 +124,17 @@ export function connect(port) {
     socket.once('error', reject);
   });
 }
+
+// Starts a long call with the official SDK client whose process a test is about to kill:
+// `primed` resolves with the resumption token once the server's priming event arrived (the
+// call is journaled from then on), `outcome` settles as {ok: true} or {ok: false, error}.
+export function startPrimedCall(client, name, args) {
+  let seen;
+  const primed = new Promise((resolve) => { seen = resolve; });
+  const call = client.callTool({ name, arguments: args }, undefined, {
+    timeout: WAIT_MS,
+    onresumptiontoken: (token) => seen(token),
+  });
+  const outcome = call.then(() => ({ ok: true }), (error) => ({ ok: false, error }));
+  return { primed, outcome };
+}

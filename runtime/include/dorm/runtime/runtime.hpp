@@ -94,6 +94,21 @@ struct RuntimeOptions {
   // Receives the runtime's spans (activation, alarm delivery, reset); null = no tracing.
   // Must outlive the runtime.
   trace::Tracer* tracer = nullptr;
+  // Scale-out (docs/scale-out.md): this runtime as one node of several that serve one
+  // store together. Set `id` to run so; the store must have leases (Backend::leases():
+  // PostgreSQL opened with shared=true, or one memory: store shared by runtimes of a
+  // process), and every node must be given the same id secret (`secret` or `secret_file`)
+  // unless the store already keeps one. Each activation first takes its object's lease; a
+  // message for an object another node holds is answered with not_owner, naming the node
+  // (owner_of); each of the object's commits is checked against its lease token, and its
+  // epoch's generation is derived from the token, so a later activation anywhere is newer.
+  // An activation that ends releases its lease; a crashed node's leases run out.
+  struct Node {
+    std::string id;       // unique among the nodes of the store; empty: not scale-out
+    std::string address;  // announced to the other nodes (where to send its objects' work)
+    std::chrono::milliseconds lease{10'000};       // how long a lease lasts unless renewed
+    std::chrono::milliseconds renew_every{3'000};  // renewal and heartbeat period
+  } node;
 };
 
 // Per-namespace settings.

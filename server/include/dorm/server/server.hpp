@@ -104,6 +104,13 @@ struct ServerOptions {
   // priming events fix: --no-reaper leaves calls killed by a restart unanswered,
   // --no-priming sends no priming event even to 2025-11-25 sessions.
   bool reaper = true;
+  // Scale-out (docs/scale-out.md): this server as node `node_id` of several over one
+  // shared store (--node-id); where the others reach it (--advertise; empty: the address
+  // it listens on); how long its leases last and how often it renews them.
+  std::string node_id;
+  std::string advertise;
+  std::int64_t lease_ms = 10'000;
+  std::int64_t lease_renew_ms = 3'000;
   // Wake the sessions holding in-flight records before turning ready (--no-reap-at-boot).
   bool reap_at_boot = true;
   bool priming = true;

@@ -67,7 +67,7 @@ inline void grants_refusals_and_takeover(const Factory& f, bool shared) {
   auto refused = must_acquire(nodes.b(), "obj/1", "node-b", 999, 2000);
   CHECK_FALSE(refused.granted());
   REQUIRE(refused.holder);
-  CHECK(*refused.holder == LeaseHolder{"node-a", "http://127.0.0.1:1001", first.token, 1000});
+  CHECK(*refused.holder == LeaseHolder{"node-a", "http://127.0.0.1:1001", first.token, 1000, 5});
 
   auto seen = nodes.b().holder("obj/1");
   REQUIRE(seen.ok());
@@ -90,7 +90,8 @@ inline void grants_refusals_and_takeover(const Factory& f, bool shared) {
   CHECK_FALSE(back.granted());
   REQUIRE(back.holder);
   CHECK(back.holder->node == "node-b");
-  CHECK(back.holder->address.empty());  // node-b never announced an address
+  CHECK(back.holder->address.empty());  // node-b never announced itself
+  CHECK(back.holder->heartbeat_ms == 0);
 
   // A node takes its own lease again at once (its earlier activation died), new token.
   auto again = must_acquire(nodes.b(), "obj/1", "node-b", 1500, 3500);

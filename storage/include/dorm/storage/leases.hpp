@@ -44,6 +44,7 @@ struct LeaseHolder {
   std::string address;  // the holder's announced address, empty if it never announced one
   std::uint64_t token = 0;
   std::int64_t expires_ms = 0;
+  std::int64_t heartbeat_ms = 0;  // the holder's last announcement; 0 if it never made one
 
   friend bool operator==(const LeaseHolder&, const LeaseHolder&) = default;
 };

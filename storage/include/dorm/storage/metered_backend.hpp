@@ -32,8 +32,13 @@ class MeteredBackend final : public BackendWrapper {
 
   // Times the commit and counts its bytes (if it succeeded) or its failure.
   Result<void> commit(const WriteBatch& batch) override;
+  // The same for a scale-out node's leased commits.
+  Result<void> commit_leased(const WriteBatch& batch, std::string_view object,
+                             std::uint64_t token) override;
 
  private:
+  template <class Commit>
+  Result<void> measure(const WriteBatch& batch, Commit&& commit);
   DurationHistogram latency_;
   std::atomic<std::uint64_t> committed_bytes_{0};
   std::atomic<std::uint64_t> failed_{0};
