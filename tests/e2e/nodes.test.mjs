@@ -104,3 +104,36 @@ test('two nodes on one PostgreSQL store: a dead node\'s session is taken over an
   const exit = await b.waitForExit();
   assert.equal(exit.code, 0, b.stderr);
 });
+
+test('two nodes on one PostgreSQL store: a node stopped gracefully hands its sessions over at once', async (t) => {
+  const pg = await startPostgres(t);
+  const storage = `${pg.uri}&table=e2e_handover&shared=true&lock_wait=0`;
+  const a = await startNode(t, storage, 'a');
+  const b = await startNode(t, storage, 'b');
+  assert.deepEqual(pg.query('SELECT node_id FROM dorm_nodes ORDER BY node_id'), [['a'], ['b']]);
+
+  const balancer = await startBalancer(t);
+  balancer.target = Number(a.url.port);
+  const client = new Client({ name: 'dorm-e2e-handover', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(balancer.url));
+  t.after(() => client.close());
+  const stored = await client.callTool({ name: 'kv_put', arguments: { key: 'colour', value: 'amber' } });
+  assert.equal(stored.isError ?? false, false);
+  assert.deepEqual(pg.query("SELECT count(*) FROM dorm_leases WHERE node_id = 'a'"), [['1']]);
+
+  // A rolling deploy's stop: a drains, each session releases its lease as it stops, and a
+  // leaves the node records. Nothing of a's is left for b to wait out.
+  balancer.target = Number(b.url.port);
+  a.kill('SIGTERM');
+  assert.equal((await a.waitForExit()).code, 0, a.stderr);
+  assert.deepEqual(pg.query("SELECT count(*) FROM dorm_leases WHERE node_id = 'a'"), [['0']]);
+  assert.deepEqual(pg.query('SELECT node_id FROM dorm_nodes'), [['b']]);
+
+  const read = await client.callTool({ name: 'kv_get', arguments: { key: 'colour' } });
+  assert.equal(read.isError ?? false, false);
+  assert.equal(read.content[0].text, 'amber');
+  assert.deepEqual(pg.query("SELECT node_id FROM dorm_leases"), [['b']]);
+
+  b.kill('SIGTERM');
+  assert.equal((await b.waitForExit()).code, 0, b.stderr);
+});

@@ -50,5 +50,12 @@ export async function startPostgres(t) {
     if (Date.now() > deadline) throw new Error(`postgres not ready within ${START_MS} ms: ${log}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { pid: server.pid, uri: `postgres://dorm@/postgres?host=${dir}&port=${PORT}` };
+  // Runs `sql` with psql and returns its rows, each as an array of fields (bounded).
+  const query = (sql) => {
+    const r = spawnSync(join(BIN, 'psql'), ['-h', dir, '-p', String(PORT), '-U', 'dorm', '-d', 'postgres',
+      '-At', '-F', '\t', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8', timeout: 30_000 });
+    if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
+    return r.stdout.split('\n').filter((line) => line !== '').map((line) => line.split('\t'));
+  };
+  return { pid: server.pid, uri: `postgres://dorm@/postgres?host=${dir}&port=${PORT}`, query };
 }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -89,6 +90,42 @@ class RawRocksDb final : public Subject {
  private:
   rocksdb::WriteOptions write_options_;
   std::unique_ptr<rocksdb::DB> db_;
+};
+
+// A scale-out node's commits (docs/scale-out.md): every batch of one object under its lease,
+// checked in the same transaction (Backend::commit_leased). Reads as any backend.
+class LeasedBackend final : public Subject {
+ public:
+  explicit LeasedBackend(std::unique_ptr<storage::Backend> backend) : backend_(std::move(backend)) {
+    auto* leases = backend_->leases();
+    if (!leases) throw std::runtime_error("the leased subject's store has no leases");
+    auto grant = leases->acquire(kObject, "bench", 0, std::numeric_limits<std::int64_t>::max());
+    if (!grant || !grant->granted()) throw std::runtime_error("could not take the bench lease");
+    token_ = grant->token;
+  }
+  void commit(const Pairs& puts) override {
+    storage::WriteBatch batch;
+    for (const auto& [k, v] : puts) batch.put(k, v);
+    if (!backend_->commit_leased(batch, kObject, token_)) {
+      throw std::runtime_error("leased commit failed");
+    }
+  }
+  bool get(const std::string& key, std::string& value) override {
+    auto r = backend_->get(key);
+    if (!r || !r->has_value()) return false;
+    value = std::move(**r);
+    return true;
+  }
+  std::size_t scan_prefix(const std::string& prefix) override {
+    auto r = backend_->scan(storage::ScanOptions::with_prefix(prefix));
+    if (!r) throw std::runtime_error("backend scan failed");
+    return r->size();
+  }
+
+ private:
+  static constexpr std::string_view kObject = "bench-object";
+  std::unique_ptr<storage::Backend> backend_;
+  std::uint64_t token_ = 0;
 };
 
 // The PostgreSQL baseline: the same statements over libpq directly (raw_libpq.hpp).
@@ -425,14 +462,17 @@ void run_postgres(const StorageBenchOptions& options) {
   }
   auto settings = must(storage::PostgresBackend::settings_from(uri));
   Subjects subjects;
-  subjects.names = {"raw libpq", "dorm postgres"};
+  subjects.names = {"raw libpq", "dorm postgres", "dorm leased"};
   subjects.process.push_back(std::make_unique<RawPostgres>(settings.conninfo, "dorm_bench_raw"));
-  { RawLibpq fresh(settings.conninfo, "dorm_bench_dorm", false); }  // an empty table for dorm
-  subjects.process.push_back(std::make_unique<ThroughBackend>(must(
-      storage::open_backend(options.postgres + (options.postgres.find('?') == std::string::npos
-                                                    ? "?"
-                                                    : "&") +
-                            "table=dorm_bench_dorm"))));
+  // Empty tables for dorm's two subjects.
+  { RawLibpq fresh(settings.conninfo, "dorm_bench_dorm", false); }
+  { RawLibpq fresh(settings.conninfo, "dorm_bench_leased", false); }
+  const std::string joiner = options.postgres.find('?') == std::string::npos ? "?" : "&";
+  subjects.process.push_back(std::make_unique<ThroughBackend>(
+      must(storage::open_backend(options.postgres + joiner + "table=dorm_bench_dorm"))));
+  // As a node of a shared store commits: each batch under its object's lease.
+  subjects.process.push_back(std::make_unique<LeasedBackend>(
+      must(storage::open_backend(options.postgres + joiner + "table=dorm_bench_leased&shared=true"))));
   std::printf("\npostgres (%s): prefilling %d keys and %d prefixes x %d keys per subject...\n",
               subjects.process[1]->get_description().c_str(), kGetKeys, kScanPrefixes, kScanWidth);
   for (auto& s : subjects.process) prefill(*s);
