@@ -26,13 +26,11 @@ bool plain_identifier(std::string_view name) {
   });
 }
 
-
 bool retryable(const PGresult* result) {
   const char* state = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   std::string_view s = state ? state : "";
   return s == "40001" || s == "40P01";  // serialization_failure, deadlock_detected
 }
-
 
 // The net effect of a batch, which applying its operations in order leaves: delete every
 // range, then apply the last put or delete of each key that came after the last range
@@ -58,7 +56,6 @@ struct NetEffect {
 };
 
 }  // namespace
-
 
 Result<PostgresBackend::Settings> PostgresBackend::settings_from(const StorageUri& uri) {
   Settings settings;

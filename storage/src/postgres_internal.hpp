@@ -56,7 +56,6 @@ inline std::string int8_binary(std::uint64_t v) {
   return out;
 }
 
-
 // A big-endian int8 as PostgreSQL sends it in binary results.
 inline std::uint64_t int8_value(const char* bytes) {
   std::uint64_t v = 0;

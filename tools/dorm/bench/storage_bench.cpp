@@ -10,10 +10,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -99,8 +99,13 @@ class LeasedBackend final : public Subject {
   explicit LeasedBackend(std::unique_ptr<storage::Backend> backend) : backend_(std::move(backend)) {
     auto* leases = backend_->leases();
     if (!leases) throw std::runtime_error("the leased subject's store has no leases");
-    auto grant = leases->acquire(kObject, "bench", 0, std::numeric_limits<std::int64_t>::max());
-    if (!grant || !grant->granted()) throw std::runtime_error("could not take the bench lease");
+    // A day: longer than any run (a lease's expiry is a timestamp the store must hold).
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    auto grant = leases->acquire(kObject, "bench", now, now + 86'400'000);
+    if (!grant) throw std::runtime_error("could not take the bench lease: " + grant.error().describe());
+    if (!grant->granted()) throw std::runtime_error("the bench lease is held by " + grant->holder->node);
     token_ = grant->token;
   }
   void commit(const Pairs& puts) override {
