@@ -92,47 +92,6 @@ class RawRocksDb final : public Subject {
   std::unique_ptr<rocksdb::DB> db_;
 };
 
-// A scale-out node's commits (docs/scale-out.md): every batch of one object under its lease,
-// checked in the same transaction (Backend::commit_leased). Reads as any backend.
-class LeasedBackend final : public Subject {
- public:
-  explicit LeasedBackend(std::unique_ptr<storage::Backend> backend) : backend_(std::move(backend)) {
-    auto* leases = backend_->leases();
-    if (!leases) throw std::runtime_error("the leased subject's store has no leases");
-    // A day: longer than any run (a lease's expiry is a timestamp the store must hold).
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-    auto grant = leases->acquire(kObject, "bench", now, now + 86'400'000);
-    if (!grant) throw std::runtime_error("could not take the bench lease: " + grant.error().describe());
-    if (!grant->granted()) throw std::runtime_error("the bench lease is held by " + grant->holder->node);
-    token_ = grant->token;
-  }
-  void commit(const Pairs& puts) override {
-    storage::WriteBatch batch;
-    for (const auto& [k, v] : puts) batch.put(k, v);
-    if (!backend_->commit_leased(batch, kObject, token_)) {
-      throw std::runtime_error("leased commit failed");
-    }
-  }
-  bool get(const std::string& key, std::string& value) override {
-    auto r = backend_->get(key);
-    if (!r || !r->has_value()) return false;
-    value = std::move(**r);
-    return true;
-  }
-  std::size_t scan_prefix(const std::string& prefix) override {
-    auto r = backend_->scan(storage::ScanOptions::with_prefix(prefix));
-    if (!r) throw std::runtime_error("backend scan failed");
-    return r->size();
-  }
-
- private:
-  static constexpr std::string_view kObject = "bench-object";
-  std::unique_ptr<storage::Backend> backend_;
-  std::uint64_t token_ = 0;
-};
-
 // The PostgreSQL baseline: the same statements over libpq directly (raw_libpq.hpp).
 class RawPostgres final : public Subject {
  public:
@@ -175,6 +134,39 @@ class ThroughBackend final : public Subject {
  private:
   std::unique_ptr<storage::Backend> backend_;
 };
+
+// A scale-out node's commits (docs/scale-out.md): every batch of one object under its lease,
+// checked in the same transaction (Backend::commit_leased). Reads as any backend.
+class LeasedBackend final : public Subject {
+ public:
+  explicit LeasedBackend(std::unique_ptr<storage::Backend> backend) : through_(std::move(backend)) {
+    auto* leases = through_.backend().leases();
+    if (!leases) throw std::runtime_error("the leased subject's store has no leases");
+    // A day: longer than any run (a lease's expiry is a timestamp the store must hold).
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    auto grant = leases->acquire(kObject, "bench", now, now + 86'400'000);
+    if (!grant) throw std::runtime_error("could not take the bench lease: " + grant.error().describe());
+    if (!grant->granted()) throw std::runtime_error("the bench lease is held by " + grant->holder->node);
+    token_ = grant->token;
+  }
+  void commit(const Pairs& puts) override {
+    storage::WriteBatch batch;
+    for (const auto& [k, v] : puts) batch.put(k, v);
+    if (!through_.backend().commit_leased(batch, kObject, token_)) {
+      throw std::runtime_error("leased commit failed");
+    }
+  }
+  bool get(const std::string& key, std::string& value) override { return through_.get(key, value); }
+  std::size_t scan_prefix(const std::string& prefix) override { return through_.scan_prefix(prefix); }
+
+ private:
+  static constexpr std::string_view kObject = "bench-object";
+  ThroughBackend through_;
+  std::uint64_t token_ = 0;
+};
+
 
 template <class T>
 T must(Result<T> r) {
