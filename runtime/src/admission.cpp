@@ -36,6 +36,10 @@ detail::Activation* Runtime::Impl::spawn_locked(detail::Directory::Shard& shard,
     failure = make_error(RuntimeErrc::unknown_namespace, "no namespace '" + id.ns() + "'");
     return nullptr;
   }
+  if (handing_over.load()) {
+    failure = handed_over(hash);
+    return nullptr;
+  }
   auto object = ns->factory();
   if (!object) {
     failure = make_error(RuntimeErrc::turn_failed, "namespace '" + id.ns() + "' made no object");
@@ -167,6 +171,7 @@ void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause caus
   drop_lease(act);
   std::unique_ptr<std::vector<detail::Envelope>> parked;
   caf::actor successor;
+  caf::error parked_refusal;
   std::vector<caf::actor> victims;
   {
     auto wide = wide_lock();
@@ -194,12 +199,18 @@ void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause caus
         fresh->accepted.fetch_add(static_cast<std::uint32_t>(parked->size()));
         successor = fresh->actor;
         if (options.resident_budget > 0) victims = pick_victims_locked();
+      } else {
+        parked_refusal = std::move(failure);
       }
     }
   }
-  // Outside the locks: a refused envelope answers through its sink when dropped here.
+  // Outside the locks: a refused envelope is answered with why.
   if (successor) {
     for (auto& env : *parked) caf::anon_send(successor, std::move(env));
+  } else if (parked_refusal) {
+    for (auto& env : *parked) {
+      if (env.reply) env.reply->deliver(parked_refusal);
+    }
   }
   for (auto& v : victims) caf::anon_send(v, detail::StopRequest{StopReason::budget});
 }

@@ -97,22 +97,28 @@ void ObjectHost::on_exit() {
 
 caf::behavior ObjectHost::make_behavior() {
   // Scale-out: the object's lease first. Held elsewhere, nothing runs here.
-  if (impl_->leases) return claim_lease(true);
+  if (impl_->leases) return claim_lease(std::nullopt);
   return start_running();
 }
 
-caf::behavior ObjectHost::claim_lease(bool first) {
+caf::behavior ObjectHost::claim_lease(std::optional<std::int64_t> wait_until) {
   auto taken = impl_->take_lease(*activation_, address());
   if (auto* failure = std::get_if<caf::error>(&taken)) return refuse(*failure);
   if (auto* holder = std::get_if<storage::LeaseHolder>(&taken)) {
-    // A holder that stopped announcing itself is presumed dead: its lease runs out soon,
-    // and this activation takes the object over then. Messages wait in the mailbox.
-    if (auto wait = impl_->wait_out(*holder); wait && first) {
-      set_default_handler(caf::skip);
-      delayed_send(this, *wait, LeaseRetry{});
-      return {[this](LeaseRetry) { become(claim_lease(false)); }};
+    // A holder that stopped announcing itself (or that could not be reached) is presumed
+    // dead: its lease runs out soon, and this activation takes the object over then.
+    // Messages wait in the mailbox meanwhile.
+    const std::int64_t now = impl_->clock->now_ms();
+    if (!wait_until) {
+      if (auto wait = impl_->wait_out(*holder)) wait_until = now + wait->count();
     }
-    return refuse(make_not_owner(OwnerInfo{holder->node, holder->address, holder->expires_ms}));
+    if (!wait_until || now >= *wait_until) {
+      return refuse(make_not_owner(OwnerInfo{holder->node, holder->address, holder->expires_ms}));
+    }
+    const auto step = std::min<std::int64_t>(*wait_until - now, impl_->options.node.renew_every.count());
+    set_default_handler(caf::skip);
+    delayed_send(this, std::chrono::milliseconds(std::max<std::int64_t>(step, 1)), LeaseRetry{});
+    return {[this, wait_until](LeaseRetry) { become(claim_lease(wait_until)); }};
   }
   const auto token = std::get<std::uint64_t>(taken);
   storage_.hold_lease(token, impl_->leased_generation(token));
@@ -155,6 +161,9 @@ caf::behavior ObjectHost::refuse(const caf::error& why) {
   phase_ = Phase::stopping;
   impl_->end(activation_.get(), start_reason_, Runtime::Impl::EndCause::elsewhere, false);
   caf::anon_send(this, StopRequest{StopReason::idle});
+  // Whatever else reached it (a hand-over, a lease retry) has nothing left to act on; a
+  // wait's skip handler, still set, would keep it queued.
+  set_default_handler(caf::drop);
   return {
       [why](Envelope& env) {
         if (env.reply) env.reply->deliver(why);
@@ -173,6 +182,8 @@ caf::result<caf::message> ObjectHost::handle_other(caf::message_view& view) {
     stop(msg.get_as<StopRequest>(0).reason);
   } else if (msg.match_elements<IdleCheck>()) {
     idle_check();
+  } else if (msg.match_elements<HandOver>()) {
+    hand_over();
   } else if (msg.match_elements<LeaseLost>()) {
     // Another node owns the object now: whatever this activation holds in memory is not
     // the object's any more, and it must not answer from it.
@@ -316,10 +327,26 @@ void ObjectHost::touch() {
     stop(StopReason::idle, remember_on_dispose_);
     return;
   }
+  // Runtime::hand_over: the turn that made it busy is over; its lease goes to the next node.
+  if (impl_->handing_over.load(std::memory_order_relaxed) && impl_->try_begin_stop(activation_.get())) {
+    stop(StopReason::drain);
+    return;
+  }
   if (idle_timeout_.count() > 0 && !idle_check_pending_) {
     idle_check_pending_ = true;
     delayed_send(this, idle_timeout_, IdleCheck{});
   }
+}
+
+void ObjectHost::hand_over() {
+  if (phase_ != Phase::running || resetting_) return;
+  if (impl_->try_begin_stop(activation_.get())) {
+    stop(StopReason::drain);
+    return;
+  }
+  // Busy or held open: touch() stops it after its next turn; this catches a hold that
+  // ends without one.
+  delayed_send(this, kHandOverRecheck, HandOver{});
 }
 
 void ObjectHost::idle_check() {

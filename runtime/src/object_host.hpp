@@ -78,6 +78,9 @@ class ObjectHost : public caf::event_based_actor {
   // After every turn: remember the time and make sure an idle check is pending.
   void touch();
   void idle_check();
+  // Runtime::hand_over: stops now if idle, or looks again every kHandOverRecheck.
+  void hand_over();
+  static constexpr std::chrono::milliseconds kHandOverRecheck{100};
   // Ends the current turn: commits the batch unless the turn already failed, then
   // releases the outbox. Returns the turn's failure, if any.
   caf::error finish_turn();
@@ -87,9 +90,11 @@ class ObjectHost : public caf::event_based_actor {
   void reset(const caf::error& why);
   // Scale-out: the lease is held elsewhere; answers what reached the mailbox with `why`.
   caf::behavior refuse(const caf::error& why);
-  // Scale-out: takes the object's lease, then starts (start_running); or waits once for a
-  // dead holder's lease to run out (`first`), or refuses.
-  caf::behavior claim_lease(bool first);
+  // Scale-out: takes the object's lease, then starts (start_running); or, when the holder
+  // looks dead, asks again every renewal period until the lease it saw has run out
+  // (`wait_until`, clock ms, set once waiting), so a lease released meanwhile (a node
+  // handing its objects over as it stops) is taken at once; or refuses.
+  caf::behavior claim_lease(std::optional<std::int64_t> wait_until);
   // on_start, then the behavior that handles the object's messages.
   caf::behavior start_running();
   // A span about this activation (namespace, id and epoch set) if the runtime traces;

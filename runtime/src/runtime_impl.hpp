@@ -111,6 +111,8 @@ struct LeaseTick {};
 struct LeaseRetry {};
 struct AlarmRescan {};
 struct LeaseLost {};
+// Runtime::hand_over: stop as soon as idle, releasing the lease.
+struct HandOver {};
 
 }  // namespace dorm::detail
 
@@ -127,6 +129,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmDone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::NamespaceAdded)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::LeaseTick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::LeaseRetry)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::HandOver)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::AlarmRescan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dorm::detail::LeaseLost)
 
@@ -219,10 +222,21 @@ struct Runtime::Impl {
   // lease another node holds, or the store's error.
   std::variant<std::uint64_t, storage::LeaseHolder, caf::error> take_lease(
       const detail::Activation& act, caf::actor_addr host);
-  // How long to wait for `holder`'s lease to run out before asking again, when the holder
-  // looks dead (no heartbeat for two renewal periods) and its lease ends soon; none when
-  // the holder looks alive (its messages are refused with not_owner at once).
-  std::optional<std::chrono::milliseconds> wait_out(const storage::LeaseHolder& holder) const;
+  // How long to wait for `holder`'s lease to run out, when the holder looks dead (no
+  // heartbeat for two renewal periods, or presumed dead) and its lease ends soon; none
+  // when the holder looks alive (its messages are refused with not_owner at once).
+  std::optional<std::chrono::milliseconds> wait_out(const storage::LeaseHolder& holder);
+  // Nodes presumed dead (Runtime::presume_dead) until the time each maps to (clock ms).
+  std::unordered_map<std::string, std::int64_t> presumed_dead;
+  // Runtime::hand_over was called: nothing activates here any more. `peers` are the other
+  // live nodes as hand_over found them (under leases_mutex), where refused messages are
+  // sent on to.
+  std::atomic<bool> handing_over{false};
+  std::vector<storage::NodeRecord> peers;
+  // Why a message for an object not active here is refused while handing over: not_owner
+  // naming a live peer (chosen by the object's hash, so one object's messages all go to
+  // the same peer), or node_restarting when there is none.
+  caf::error handed_over(std::uint64_t hash);
   // Releases the lease `act` holds, if any (not once crashed: a dead node releases nothing).
   void drop_lease(const detail::Activation* act);
   // The epoch generation of an activation under lease `token`: above every generation the

@@ -295,6 +295,96 @@ TEST_CASE("leases: a message for a dead node's object waits for its lease to run
   t.check_ledger();
 }
 
+TEST_CASE("leases: a node presumed dead is waited out; if it lives and renews, the wait ends in a refusal") {
+  TwoNodes t;
+  t.start("a");
+  t.start("b");
+  CHECK(value_of(t.bump("a")) == 1);
+  CHECK(value_of(t.bump("a", "c2")) == 1);
+  const auto expires = t.store.holder(t.lease_object()).value()->expires_ms;
+
+  // b could not reach a (a forward failed): a's heartbeat is fresh, yet b waits for its
+  // lease instead of refusing. a is alive after all and renews: at the expiry b saw, the
+  // lease is a's still, and b refuses naming it.
+  t.nodes["b"]->presume_dead("a");
+  auto waiting = t.send_bump("b");
+  t.settle();
+  CHECK_FALSE(waiting->arrived);
+  t.advance(expires - t.clock.now_ms());
+  REQUIRE(waiting->arrived);
+  REQUIRE_FALSE(waiting->value);
+  CHECK(owner_of(waiting->value.error())->node == "a");
+  CHECK(value_of(t.bump("a")) == 2);
+
+  // Now a dies for real, with a fresh heartbeat: b, presuming it dead, takes c2 over once
+  // the lease runs out, without waiting for the heartbeat to go stale first.
+  const auto c2_expires = t.store.holder(t.lease_object("c2")).value()->expires_ms;
+  t.nodes["a"]->crash();
+  t.nodes.erase("a");
+  t.nodes["b"]->presume_dead("a");
+  auto taken = t.send_bump("b", "c2");
+  t.settle();
+  CHECK_FALSE(taken->arrived);
+  t.advance(c2_expires - t.clock.now_ms());
+  REQUIRE(taken->arrived);
+  CHECK(value_of(*taken) == 2);
+  t.check_ledger();
+}
+
+TEST_CASE("leases: a node handing over releases each lease after the object's last turn") {
+  TwoNodes t;
+  t.start("a");
+  t.start("b");
+  CHECK(value_of(t.bump("a")) == 1);
+  CHECK(t.nodes["a"]->active_objects() == 1);
+  REQUIRE(t.store.holder(t.lease_object()).value());
+
+  // A message already waiting for b's activation, which waits on a (presumed dead) ...
+  t.nodes["b"]->presume_dead("a");
+  auto waiting = t.send_bump("b");
+  t.settle();
+  CHECK_FALSE(waiting->arrived);
+  const auto before = t.clock.now_ms();
+
+  // ... and a's message sent just before it stops: answered there, then c1 leaves a.
+  auto last = t.send_bump("a");
+  t.nodes["a"]->hand_over();
+  t.settle();
+  REQUIRE(last->arrived);
+  CHECK(value_of(*last) == 2);
+  CHECK(t.nodes["a"]->active_objects() == 0);
+  CHECK_FALSE(t.store.holder(t.lease_object()).value());
+
+  // b's activation asks again one renewal period later and takes c1, long before a's lease
+  // would have run out.
+  t.advance(3'000);
+  REQUIRE(waiting->arrived);
+  CHECK(value_of(*waiting) == 3);
+  CHECK(t.clock.now_ms() - before < 10'000);
+
+  // Nothing activates on a any more: a message for another object is sent on to b, the
+  // one live peer, which serves it.
+  auto refused = t.bump("a", "c3");
+  REQUIRE_FALSE(refused.value);
+  auto peer = owner_of(refused.value.error());
+  REQUIRE(peer);
+  CHECK(peer->node == "b");
+  CHECK(peer->address == "http://b.test:8080");
+  CHECK(t.nodes["a"]->active_objects() == 0);
+  CHECK(value_of(t.bump("b", "c3")) == 1);
+  t.check_ledger();
+}
+
+TEST_CASE("leases: a node handing over with no live peer refuses new objects as restarting") {
+  TwoNodes t;
+  t.start("a");
+  t.nodes["a"]->hand_over();
+  auto refused = t.bump("a");
+  REQUIRE_FALSE(refused.value);
+  CHECK(is(refused.value.error(), RuntimeErrc::node_restarting));
+  CHECK(t.nodes["a"]->active_objects() == 0);
+}
+
 TEST_CASE("leases: a node that lost its lease can commit nothing and answers nothing") {
   TwoNodes t;
   t.start("a");
@@ -476,6 +566,9 @@ TEST_CASE("leases: rolling restarts of three nodes under traffic leave no call u
     if (round % 3 == 0) {
       t.nodes[victim]->crash();
     } else {
+      // A graceful stop hands the victim's objects over first, under traffic.
+      t.nodes[victim]->hand_over();
+      pump();
       t.nodes[victim]->shutdown();
     }
     t.nodes.erase(victim);

@@ -224,6 +224,25 @@ class Runtime {
   void deliver(const ObjectHandle& to, caf::message msg, ReplyHandler on_reply,
                std::optional<trace::TraceContext> trace = std::nullopt);
 
+  // ---- scale-out nodes (RuntimeOptions::node) ----
+  // Node `node_id` could not be reached (a connection to its advertised address was
+  // refused or timed out): for one lease period, an activation that finds an object's
+  // lease held by that node waits for the lease to run out and then takes the object
+  // over, as for a node whose heartbeat stopped, instead of refusing with not_owner at
+  // once. Safe whatever the truth: a node that is alive after all keeps renewing its
+  // leases, and the activation then refuses as before. Does nothing outside node mode.
+  // Thread-safe.
+  void presume_dead(std::string_view node_id);
+  // This node is going away (a graceful stop; docs/scale-out.md, "Rolling deploys"), and
+  // hands its objects over to the other nodes instead of letting them wait out its
+  // leases: from now on no object activates here (a message for one that is not active is
+  // refused with node_restarting, so its sender tries again and reaches another node), and
+  // every active object stops as soon as it is idle — at once, or after the last message
+  // it accepted — releasing its lease, which the next node asking takes at once. Objects
+  // held open (DurableObject::keep_alive) stop at shutdown(). Does nothing outside node
+  // mode. Idempotent, thread-safe.
+  void hand_over();
+
   // ---- runtime indexes ----
   // Entries of index `name` with key >= start (after the index prefix), in key order, at
   // most `limit` (0 = all). Reads storage only; activates nothing.
