@@ -10,6 +10,7 @@
 #include <iterator>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "dorm/runtime/keys.hpp"
 #include "dorm/runtime/log.hpp"
@@ -59,6 +60,10 @@ const std::string kGenerationKey = keys::meta(keys::kMetaGeneration);
 const std::string kCleanShutdownKey = keys::meta(keys::kMetaCleanShutdown);
 const std::string kVersionLabelKey = keys::meta(keys::kMetaVersionLabel);
 
+// How long a node waits for another node that is writing the id secret: 200 x 50 ms.
+constexpr int kSecretWaitRounds = 200;
+constexpr std::chrono::milliseconds kSecretWaitEvery{50};
+
 // `leases`: a scale-out node's (of node `node`, at `now_ms`), or null.
 Result<std::string> load_secret(storage::Backend& backend, const std::string& file,
                                 const std::string& given, storage::LeaseTable* leases,
@@ -99,14 +104,23 @@ Result<std::string> load_secret(storage::Backend& backend, const std::string& fi
   }
   // Nodes starting together must agree on one secret: it is written under a lease of its
   // key, and a node that finds the lease taken or the secret written reads it instead.
+  // The holder writes it with one commit, so a node that finds the lease taken polls for
+  // the secret for a while (bounded) before it gives up.
   auto grant = leases->acquire(kSecretKey, node, now_ms, now_ms + 60'000);
-  if (!grant) return std::move(grant).error();
-  if (!grant->granted()) {
-    return Error{ErrorCode::busy, "node " + grant->holder->node +
-                                      " is creating the store's id secret right now: start "
-                                      "this node again in a moment, or give every node the "
-                                      "same secret file"};
+  for (int round = 0; grant && !grant->granted(); ++round) {
+    if (round == kSecretWaitRounds) {
+      return Error{ErrorCode::busy, "node " + grant->holder->node +
+                                        " is creating the store's id secret and has not "
+                                        "written it: start this node again in a moment, or "
+                                        "give every node the same secret file"};
+    }
+    std::this_thread::sleep_for(kSecretWaitEvery);
+    auto written = backend.get(kSecretKey);
+    if (!written) return std::move(written).error();
+    if (*written) return std::move(**written);
+    grant = leases->acquire(kSecretKey, node, now_ms, now_ms + 60'000);
   }
+  if (!grant) return std::move(grant).error();
   auto again = backend.get(kSecretKey);
   Result<void> written;
   if (again && !*again) written = backend.commit_leased(batch, kSecretKey, grant->token);
