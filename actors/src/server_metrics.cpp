@@ -20,6 +20,7 @@
 #include "dorm/actors/mcp_session.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/engine/pool.hpp"
+#include "dorm/mcp/node_forwarder.hpp"
 #include "dorm/mcp/http_server.hpp"
 #include "dorm/mcp/metrics_access.hpp"
 #include "dorm/runtime/keys.hpp"
@@ -124,6 +125,7 @@ struct ServerMetrics::Impl : prom::Collectable {
   const storage::MeteredBackend* store = nullptr;
   const Runtime* runtime = nullptr;
   const engine::Pool* pool = nullptr;
+  const mcp::NodeForwarder* forwarder = nullptr;
 
   std::thread counter;  // count_stored()'s
   std::atomic<bool> stop_counting{false};
@@ -141,6 +143,7 @@ struct ServerMetrics::Impl : prom::Collectable {
   void add_runtime(Families& out) const;
   void add_sessions(Families& out, const RuntimeStats& stats) const;
   void add_engine(Families& out) const;
+  void add_forwarding(Families& out) const;
   void count(const Runtime& runtime);
 };
 
@@ -152,6 +155,7 @@ std::vector<prom::MetricFamily> ServerMetrics::Impl::Collect() const {
   if (store) add_storage(out);
   if (runtime) add_runtime(out);
   if (pool) add_engine(out);
+  if (forwarder) add_forwarding(out);
   return out.take();
 }
 
@@ -284,6 +288,15 @@ void ServerMetrics::Impl::add_engine(Families& out) const {
               as_double(stats.workers_lost));
 }
 
+void ServerMetrics::Impl::add_forwarding(Families& out) const {
+  out.counter("dorm_forwarded_requests_total",
+              "Requests for sessions another node serves, sent on to that node (scale-out).",
+              as_double(forwarder->forwarded()));
+  out.counter("dorm_forward_unreachable_total",
+              "Forwarded requests whose node could not be reached; it was presumed dead.",
+              as_double(forwarder->unreachable()));
+}
+
 // On the counter thread. Each count takes its change counters' values first, so what
 // changes during the scan is counted by the scan, by the changes, or (a change the scan
 // saw and that is also counted as a change) by both.
@@ -375,6 +388,11 @@ void ServerMetrics::attach_engine(const engine::Pool& pool) {
   impl_->pool = &pool;
 }
 
+void ServerMetrics::attach_forwarder(const mcp::NodeForwarder& forwarder) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->forwarder = &forwarder;
+}
+
 SessionCounters& ServerMetrics::session_counters() {
   return impl_->sessions;
 }
@@ -411,6 +429,7 @@ void ServerMetrics::detach() {
   impl_->store = nullptr;
   impl_->runtime = nullptr;
   impl_->pool = nullptr;
+  impl_->forwarder = nullptr;
 }
 
 std::string ServerMetrics::render() const {

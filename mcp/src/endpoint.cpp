@@ -104,8 +104,9 @@ HttpResponse to_response(const Rejection& rejection) {
 HttpResponse to_response(const caf::error& error) {
   // A turn whose commit the store refused for space kept nothing and released nothing.
   if (is(error, RuntimeErrc::no_space)) return to_response(Rejection::storage_full());
-  // Scale-out: another node serves this session and this one does not forward yet. 421
-  // Misdirected Request: the request may be sent again to the node named.
+  // Scale-out: another node serves this session, and this one does not forward to it (no
+  // forwarder, or the request was forwarded here already). 421 Misdirected Request: the
+  // request may be sent again to the node named.
   if (auto owner = owner_of(error)) {
     auto res = json_error(421, kTransportError,
                           "this session is served by node " + owner->node +
@@ -182,7 +183,8 @@ void McpEndpoint::serve(HttpRequest request, std::optional<Identity> authenticat
       // Only initialize may come without a session: anything else (a stateless client's
       // server/discover probe, a stray notification) gets an ordinary 400.
       if (!facts.initialize) return respond(to_response(Rejection::pre_initialize()));
-      if (draining_.load(std::memory_order_acquire)) {
+      // A scale-out node hands new sessions to another node instead (Runtime::hand_over).
+      if (draining_.load(std::memory_order_acquire) && !options_.forwarder) {
         auto refusal = json_error(503, kTransportError,
                                   "this server is shutting down and takes no new sessions; "
                                   "connect again");
@@ -322,14 +324,40 @@ void McpEndpoint::deliver(const std::string& ns, const std::string& name, Call c
   if (!handle) return respond(json_error(500, kInternalError, handle.error().message));
   auto responder = std::make_shared<Responder>(std::move(respond));
   call.responder = responder;
+  // Scale-out: kept until the object answers, to send on if another node serves it.
+  std::shared_ptr<const HttpRequest> held;
+  if (options_.forwarder && !request.header(kForwardedByHeader)) held = std::make_shared<HttpRequest>(request);
   // The object answers through the responder; the runtime's reply only matters when the
-  // runtime refused the message (full mailbox, stopping).
+  // runtime refused the message (full mailbox, stopping, held by another node).
   runtime_.deliver(
       *handle, caf::make_message(std::move(call)),
-      [responder](caf::expected<caf::message> reply) {
-        if (!reply) responder->respond(to_response(reply.error()));
+      [this, responder, held = std::move(held)](caf::expected<caf::message> reply) mutable {
+        if (reply) return;
+        if (held) {
+          if (auto owner = owner_of(reply.error()); owner && !owner->address.empty()) {
+            return forward(*owner, std::move(held), std::move(responder));
+          }
+        }
+        responder->respond(to_response(reply.error()));
       },
       trace);
+}
+
+void McpEndpoint::forward(const OwnerInfo& owner, std::shared_ptr<const HttpRequest> request,
+                          std::shared_ptr<Responder> responder) const {
+  auto answer = [responder](HttpResponse res) { responder->respond(std::move(res)); };
+  auto unreachable = [this, node = owner.node, request, answer](std::string why) {
+    // Nothing reached that node, so nothing of the request happened there. A node that
+    // cannot be reached is presumed dead: the request is served here, by an activation
+    // that waits for that node's lease to run out (or refuses, if the node renews it after
+    // all: the request is then not forwarded again, and its client gets the 421).
+    log::info("forward_unreachable", {{"node", node}, {"error", why}});
+    runtime_.presume_dead(node);
+    HttpRequest again = *request;
+    again.headers.push_back({std::string(kForwardedByHeader), options_.forwarder->node_id(), 1});
+    handle(std::move(again), answer);
+  };
+  options_.forwarder->forward(*request, owner.address, answer, std::move(unreachable));
 }
 
 Responder::~Responder() {

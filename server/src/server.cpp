@@ -533,6 +533,21 @@ int Server::Impl::serve_bound(Startup& s) {
 int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Backend& store) {
   auto& srv = *s.server;
   auto* oauth = s.oauth.get();
+  // Scale-out: requests for sessions another node serves are sent on to it.
+  std::unique_ptr<mcp::NodeForwarder> forwarder;
+  if (!options.node_id.empty()) {
+    mcp::NodeForwarder::Options forwarding;
+    forwarding.node_id = options.node_id;
+    forwarding.response_timeout = std::chrono::milliseconds(options.forward_timeout_ms);
+    auto started = mcp::NodeForwarder::start(forwarding);
+    if (!started) {
+      log::error("forwarder_failed", {{"error", started.error().describe()}});
+      return 1;
+    }
+    forwarder = std::move(*started);
+    s.endpoint_options.forwarder = forwarder.get();
+    s.metrics.attach_forwarder(*forwarder);
+  }
   mcp::McpEndpoint endpoint(runtime, s.endpoint_options);
   actors::ApprovalPage approval_page(runtime, s.endpoint_options.policy.tokens, oauth);
   srv.set_handler(
@@ -565,6 +580,9 @@ int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Bac
   }
   endpoint.set_draining();
   srv.begin_drain();
+  // Scale-out: each session's lease goes to the other nodes as soon as its calls are over
+  // (docs/scale-out.md, "Rolling deploys"), not when this process exits.
+  if (!options.node_id.empty()) runtime.hand_over();
   // Subscriptions end cleanly with their result; their clients listen again at the
   // successor.
   s.listen.end_all();
@@ -584,6 +602,8 @@ int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Bac
   watch.reset();
   stop.on_first_stop({});  // a first stop came already; this keeps it from touching srv
   srv.stop();
+  // Relayed streams abort, and nothing forwarded calls into the endpoint any more.
+  if (forwarder) forwarder->stop();
   // No scrape runs now (the I/O threads are gone): the sources may go.
   s.metrics.detach();
   // Requests parked for the authorization server's keys are answered (503, to sockets

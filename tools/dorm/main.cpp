@@ -197,6 +197,12 @@ void add_serve_server_options(CLI::App& cmd, ServeCommandLine& line) {
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{50}, std::int64_t{300'000}))
       ->needs("--node-id");
+  cmd.add_option("--forward-timeout-ms", serve.forward_timeout_ms,
+                 "How long a request forwarded to the node serving its session may wait for "
+                 "that node's answer to begin")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{100}, std::int64_t{3'600'000}))
+      ->needs("--node-id");
   cmd.add_option("--trace-file", serve.trace_file,
                  "Append finished spans to this file as OTLP JSON lines");
   cmd.add_option("--http-threads", serve.http_threads, "HTTP I/O threads")
@@ -350,6 +356,18 @@ Subcommand add_deploy_sim(CLI::App& app) {
                 "Run the same rows in this process on virtual time (McpCluster): no processes, "
                 "no sockets, no HTTP; the same table, its unanswered column empty")
       ->excludes(server_binary);
+  cmd->add_option("--storage", o->storage,
+                  "A postgres:// URI: the servers keep the rows' store in its table "
+                  "dorm_deploy_sim, emptied before each row (default: RocksDB in a temporary "
+                  "directory)");
+  cmd->add_option("--nodes", o->nodes,
+                  "Run this many dorm serve nodes over --storage, each session's client on one "
+                  "of them; rolling replaces every node in turn, kill and term hit one per deploy")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 9));
+  cmd->add_option("--lease-ms", o->lease_ms,
+                  "The nodes' --lease-ms (renewed every quarter of it; default: dorm serve's)")
+      ->check(CLI::Range(std::int64_t{1000}, std::int64_t{600'000}));
   return {cmd, [o] { return dorm::deploy_sim::run_deploy_sim(*o); }};
 }
 

@@ -2,7 +2,7 @@
 //
 // The layers below count in plain atomics and know nothing of Prometheus: storage commits
 // (storage::MeteredBackend), the runtime (Runtime::stats), the engine pool (Pool::stats),
-// the HTTP server (responses by status, open streams) and the sessions (SessionCounters).
+// a scale-out node's forwarder, the HTTP server (responses by status, open streams) and the sessions (SessionCounters).
 // This class reads them when scraped and turns them into metric families with
 // prometheus-cpp, which also writes the text (its TextSerializer). No prometheus-cpp type
 // appears in this header. Every series, with its type, labels and meaning, is listed in
@@ -39,6 +39,7 @@ class Pool;
 }
 namespace dorm::mcp {
 class HttpServer;
+class NodeForwarder;
 struct HttpRequest;
 struct HttpResponse;
 struct MetricsAccessPolicy;
@@ -62,6 +63,8 @@ class ServerMetrics {
   // The runtime whose store count_stored() counts.
   void attach_runtime(const Runtime& runtime);
   void attach_engine(const engine::Pool& pool);
+  // A scale-out node's forwarder (dorm_forwarded_requests_total and the unreachable count).
+  void attach_forwarder(const mcp::NodeForwarder& forwarder);
 
   // The counters sessions add to: McpSessionOptions::counters. They live as long as this
   // object.

@@ -21,9 +21,11 @@
 
 #include "dorm/mcp/http_server.hpp"
 #include "dorm/mcp/modern.hpp"
+#include "dorm/mcp/node_forwarder.hpp"
 #include "dorm/mcp/oauth_resource.hpp"
 #include "dorm/mcp/request_checks.hpp"
 #include "dorm/mcp/session_call.hpp"
+#include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/runtime.hpp"
 
 namespace dorm::mcp {
@@ -45,6 +47,12 @@ class McpEndpoint {
     // The namespace of the objects that serve modern requests needing a turn (registered
     // by the caller when `modern` is set).
     std::string request_namespace = "mcp-request";
+    // Scale-out: a request whose object another node serves (not_owner) is forwarded to
+    // that node (node_forwarder.hpp) instead of answered 421 — unless it was forwarded
+    // here already (Dorm-Forwarded-By). A node that cannot be reached is presumed dead
+    // (Runtime::presume_dead) and the request is served here once its lease runs out.
+    // Null: 421 with the node named. Not owned; must be stopped before the endpoint dies.
+    const NodeForwarder* forwarder = nullptr;
   };
 
   // `runtime` must outlive the endpoint and have `options.session_namespace` registered.
@@ -55,7 +63,8 @@ class McpEndpoint {
 
   // The server is draining: an `initialize` is refused with 503 and `Retry-After: 1`
   // (its client connects again and reaches the successor); requests of existing
-  // sessions are served as before. Thread-safe.
+  // sessions are served as before. With a forwarder (a scale-out node), an initialize goes
+  // on as before: the runtime, handing over, sends it to another node. Thread-safe.
   void set_draining() { draining_.store(true, std::memory_order_release); }
 
  private:
@@ -67,6 +76,10 @@ class McpEndpoint {
   template <class Call>
   void deliver(const std::string& ns, const std::string& name, Call call, const HttpRequest& request,
                Respond respond) const;
+  // Sends `request` on to the node `owner` names (Options::forwarder); `responder`
+  // answers the client.
+  void forward(const OwnerInfo& owner, std::shared_ptr<const HttpRequest> request,
+               std::shared_ptr<Responder> responder) const;
   // Sends `call` to its session's object; the object's answer goes to `respond`.
   void call_session(SessionCall call, const HttpRequest& request, Respond respond) const;
   // A request of the 2026-07-28 revision (modern.hpp): checked, then answered here or by

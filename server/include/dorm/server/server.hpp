@@ -111,6 +111,9 @@ struct ServerOptions {
   std::string advertise;
   std::int64_t lease_ms = 10'000;
   std::int64_t lease_renew_ms = 3'000;
+  // A request for a session another node serves is forwarded there (docs/scale-out.md,
+  // "Forwarding"); its answer's header must come within this (--forward-timeout-ms).
+  std::int64_t forward_timeout_ms = 300'000;
   // Wake the sessions holding in-flight records before turning ready (--no-reap-at-boot).
   bool reap_at_boot = true;
   bool priming = true;
