@@ -207,7 +207,7 @@ test('rolling: the successor is bound before the old server drains, so no probe 
 
 // The members docs/deploy-sim.md documents for --format json, of the run and of each row.
 const REPORT_MEMBERS = ['version', 'seed', 'sessions', 'calls_per_session', 'deploys', 'call_ms',
-  'client_timeout_s', 'drain_timeout_s', 'virtual', 'rows'];
+  'client_timeout_s', 'drain_timeout_s', 'virtual', 'nodes', 'storage', 'rows'];
 const ROW_MEMBERS = ['variant', 'mode', 'retry_ms', 'restart_gap_ms', 'calls', 'answered', 'failed_fast',
   'hung', 'error_ms_p50', 'error_ms_p99', 'reasons', 'unanswered_ms_max', 'unanswered_probes'];
 
@@ -249,6 +249,9 @@ test('deploy-sim refuses bad input with a message', async (t) => {
     [['--dorm', '/nonexistent/dorm'], /--dorm/],
     [['--dorm', notExecutable], /: not an executable file/],
     [['--virtual', '--dorm', notExecutable], /excludes/],
+    [['--nodes', '3'], /needs --storage postgres:\/\//],
+    [['--storage', 'rocksdb:/tmp/x'], /takes a postgres:\/\/ URI/],
+    [['--virtual', '--nodes', '2', '--storage', 'postgres://dorm@/db'], /--virtual runs one node/],
   ]) {
     const run = await finished(deploySim(t, args), WAIT_MS);
     assert.notEqual(run.code, 0, args.join(' '));

@@ -1,52 +1,16 @@
 // Two `dorm serve` nodes over one shared PostgreSQL store (lib/pg_server.mjs), behind a
 // TCP balancer the test moves, as a deploy or a failover does: the official SDK client
-// stores a value and starts a long call on node a; node b refuses the session (421,
-// naming a) while a lives; a is SIGKILLed and the balancer now sends to b, which waits
+// stores a value and starts a long call on node a; node b forwards the session's requests
+// to a while a lives; a is SIGKILLed and the balancer now sends to b, which waits
 // for a's lease to run out, takes the session over, runs the reaper — the cut call fails
 // with -32001 `server_restart` — and serves the same session with its value.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { DormProcess, startPrimedCall } from './lib/dorm_process.mjs';
+import { startPrimedCall } from './lib/dorm_process.mjs';
+import { startBalancer, startNode } from './lib/nodes.mjs';
 import { startPostgres } from './lib/pg_server.mjs';
-
-// A TCP balancer on a loopback port chosen at run time, sending each new connection to
-// whichever node `target` names; closed with the test.
-async function startBalancer(t) {
-  const sockets = new Set();
-  const balancer = { target: 0 };
-  const server = net.createServer((client) => {
-    const upstream = net.connect(balancer.target, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    for (const s of sockets) s.destroy();
-    server.close();
-  });
-  balancer.url = new URL(`http://127.0.0.1:${server.address().port}/mcp`);
-  return balancer;
-}
-
-async function startNode(t, storage, id) {
-  const node = new DormProcess(t, ['serve', '--listen', '127.0.0.1:0', '--storage', storage,
-    '--fixtures', 'testing', '--node-id', id, '--lease-ms', '2000', '--lease-renew-ms', '500',
-    // Clients resume 1.5 s after a stream drops: by then a killed node's heartbeat is
-    // three renewal periods old, and the node they reach waits out its lease.
-    '--retry-ms', '1500',
-  ]);
-  const line = await node.waitForLine(/^listening on http:\/\//);
-  node.url = new URL(line.slice('listening on '.length));
-  return node;
-}
 
 test('two nodes on one PostgreSQL store: a dead node\'s session is taken over and its cut call fails -32001', async (t) => {
   const pg = await startPostgres(t);
@@ -64,21 +28,29 @@ test('two nodes on one PostgreSQL store: a dead node\'s session is taken over an
   const stored = await client.callTool({ name: 'kv_put', arguments: { key: 'colour', value: 'teal' } });
   assert.equal(stored.isError ?? false, false);
 
-  // While a lives, b does not serve a's session: it names the node that does.
-  const misdirected = await fetch(b.url, {
+  // While a lives, b does not serve a's session: it forwards the request to a, and relays
+  // a's answer. A request forwarded once already (Dorm-Forwarded-By) is not sent on again:
+  // b answers 421 naming the node that serves it.
+  const misdirected = (extra) => fetch(b.url, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-session-id': transport.sessionId,
       'mcp-protocol-version': transport.protocolVersion ?? '2025-11-25',
+      ...extra,
     },
     body: JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'tools/call',
       params: { name: 'kv_get', arguments: { key: 'colour' } } }),
   });
-  assert.equal(misdirected.status, 421);
-  assert.equal(misdirected.headers.get('dorm-node'), 'a');
-  const refusal = await misdirected.json();
+  const forwarded = await misdirected({});
+  assert.equal(forwarded.status, 200);
+  assert.match(await forwarded.text(), /"text":"teal"/);
+  assert.deepEqual(pg.query('SELECT node_id FROM dorm_leases'), [['a']]);
+  const looped = await misdirected({ 'dorm-forwarded-by': 'c' });
+  assert.equal(looped.status, 421);
+  assert.equal(looped.headers.get('dorm-node'), 'a');
+  const refusal = await looped.json();
   assert.match(refusal.error.message, /served by node a at http:\/\/127\.0\.0\.1:/);
 
   const { primed: primedSeen, outcome } = startPrimedCall(client, 'sleep', { ms: 30000 });

@@ -241,3 +241,73 @@ TEST_CASE("servers: the variant's switches, the drain and reuse-port of term and
   CHECK(rolling.find("--no-") == std::string::npos);
   CHECK(rolling.find("--reuse-port") != std::string::npos);
 }
+
+TEST_CASE("servers: a node of several gets its id, the row's store and the lease options") {
+  RowPlan plan;
+  plan.dir = "/tmp/x";
+  plan.key = RowKey{"reaper", "rolling", 500, 0};
+  plan.storage = "postgres://dorm@/db?host=/tmp/pg&table=dorm_deploy_sim&shared=true";
+  plan.nodes = 3;
+  plan.lease_ms = 4000;
+  std::string node;
+  for (const auto& a : serve_args(plan, 4321, "s1-r1-n2-1")) node += a + " ";
+  CHECK(node.find("--storage " + plan.storage + " ") != std::string::npos);
+  CHECK(node.find("--node-id s1-r1-n2-1 ") != std::string::npos);
+  CHECK(node.find("--lease-ms 4000 --lease-renew-ms 1000 ") != std::string::npos);
+  CHECK(node.find("rocksdb:") == std::string::npos);
+  // One server: no node id, so no lease options either.
+  std::string lone;
+  for (const auto& a : serve_args(plan, 4321)) lone += a + " ";
+  CHECK(lone.find("--node-id") == std::string::npos);
+  CHECK(lone.find("--lease-ms") == std::string::npos);
+}
+
+TEST_CASE("--storage: a postgres:// URI gets deploy-sim's table, and shared=true for nodes") {
+  auto one = row_storage("postgres://dorm@/db?host=/tmp/pg", 1);
+  REQUIRE(one);
+  CHECK(one->find("table=dorm_deploy_sim") != std::string::npos);
+  CHECK(one->find("shared") == std::string::npos);
+  auto three = row_storage("postgres://dorm@/db?host=/tmp/pg", 3);
+  REQUIRE(three);
+  CHECK(three->find("table=dorm_deploy_sim") != std::string::npos);
+  CHECK(three->find("shared=true") != std::string::npos);
+  // The result is a storage URI that parses back as written.
+  CHECK(row_storage(*three, 1).error().message.find("leave out table=") != std::string::npos);
+  CHECK(row_storage("rocksdb:/tmp/x", 1).error().message.find("postgres://") != std::string::npos);
+  CHECK(row_storage("postgres://dorm@/db?shared=true", 3).error().message.find("shared=") !=
+        std::string::npos);
+  CHECK_FALSE(row_storage("postgres://dorm@/db?durability=sometimes", 1));
+}
+
+TEST_CASE("options: several nodes need a shared store; --virtual takes neither") {
+  DeploySimOptions o;
+  CHECK(check_options(o));
+  o.nodes = 3;
+  CHECK(check_options(o).error().message.find("needs --storage postgres://") != std::string::npos);
+  o.storage = "postgres://dorm@/db?host=/tmp/pg";
+  CHECK(check_options(o));
+  o.lease_ms = 4000;
+  CHECK(check_options(o));
+  o.virtual_time = true;
+  CHECK(check_options(o).error().message.find("--virtual") != std::string::npos);
+  DeploySimOptions lone;
+  lone.lease_ms = 4000;
+  CHECK(check_options(lone).error().message.find("--nodes 2") != std::string::npos);
+  lone.lease_ms = 0;
+  lone.storage = "sqlite:/tmp/x.db";
+  CHECK(check_options(lone).error().message.find("postgres://") != std::string::npos);
+}
+
+TEST_CASE("report: the header names the nodes and their store; JSON carries both") {
+  ReportHeader h{"0.1.0", 7, 2, 2, 1, 100, 200, 10, 5, false, 3, "postgres"};
+  auto rows = std::vector<RowSummary>{summarize(sample_run())};
+  CHECK(format_text(h, rows).find("deploy-sim of 3 nodes over postgres, seed 7") !=
+        std::string::npos);
+  rapidjson::Document doc;
+  doc.Parse(format_json(h, rows).c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(doc["nodes"].GetInt() == 3);
+  CHECK(std::string(doc["storage"].GetString()) == "postgres");
+  ReportHeader lone{"0.1.0", 7, 2, 2, 1, 100, 200, 10, 5};
+  CHECK(format_text(lone, rows).find("deploy-sim, seed 7") != std::string::npos);
+}

@@ -16,6 +16,9 @@
 #include <spdlog/spdlog.h>
 
 #include "dorm/runtime/log.hpp"
+#include "dorm/storage/open.hpp"
+#include "dorm/storage/storage_uri.hpp"
+#include "dorm/storage/write_batch.hpp"
 #include "report.hpp"
 #include "server_process.hpp"
 #include "simulation.hpp"
@@ -53,7 +56,46 @@ std::string row_label(const RowKey& k) {
   return label;
 }
 
+Error invalid(std::string what) { return Error{ErrorCode::invalid_argument, std::move(what)}; }
+
 }  // namespace
+
+Result<std::string> row_storage(const std::string& given, int nodes) {
+  auto uri = storage::parse_storage_uri(given);
+  if (!uri) return invalid("--storage: " + uri.error().message);
+  if (uri->scheme != storage::Scheme::postgres) {
+    return invalid("--storage " + given +
+                   ": deploy-sim takes a postgres:// URI here (each row's RocksDB store is "
+                   "made in a temporary directory without it)");
+  }
+  for (const auto& [name, value] : uri->options) {
+    if (name == "table" || name == "shared") {
+      return invalid("--storage " + given + ": leave out " + name + "=; deploy-sim keeps its rows in "
+                     "the table " + kDeploySimTable + (nodes > 1 ? ", shared by the nodes" : ""));
+    }
+  }
+  uri->options.emplace_back("table", kDeploySimTable);
+  if (nodes > 1) uri->options.emplace_back("shared", "true");
+  return uri->to_string();
+}
+
+Result<void> check_options(const DeploySimOptions& o) {
+  if (o.virtual_time && (o.nodes > 1 || !o.storage.empty())) {
+    return invalid("--virtual runs one node over an in-memory store: it takes neither --nodes "
+                   "nor --storage");
+  }
+  if (o.nodes > 1 && o.storage.empty()) {
+    return invalid("--nodes " + std::to_string(o.nodes) +
+                   " needs --storage postgres://...: nodes share one PostgreSQL store (a RocksDB "
+                   "store belongs to one process)");
+  }
+  if (o.lease_ms > 0 && o.nodes < 2) return invalid("--lease-ms applies to --nodes 2 and more");
+  if (!o.storage.empty()) {
+    auto uri = row_storage(o.storage, o.nodes);
+    if (!uri) return std::move(uri).error();
+  }
+  return {};
+}
 
 Result<CallRange> parse_call_ms(std::string_view text) {
   auto dash = text.find('-');
@@ -96,9 +138,24 @@ RowPlan plan_of(const DeploySimOptions& o, const RowKey& key, const Workload& wo
   return plan;
 }
 
+// Removes every key of the PostgreSQL store `uri` names (a row's store: deploy-sim's own
+// table), opening it as its only owner, so the next row starts from an empty store.
+Result<void> empty_store(const std::string& uri) {
+  auto parsed = storage::parse_storage_uri(uri);
+  if (!parsed) return std::move(parsed).error();
+  std::erase_if(parsed->options, [](const auto& option) { return option.first == "shared"; });
+  auto store = storage::open_backend(*parsed);
+  if (!store) return std::move(store).error();
+  storage::WriteBatch all;
+  // Every key the runtime writes sorts below a first byte of 0xff.
+  all.delete_range("", std::string(1, '\xff'));
+  return (*store)->commit(all);
+}
+
 struct RunContext {
   const DeploySimOptions& options;
   std::string dorm;
+  std::string storage;  // the rows' PostgreSQL store; empty: RocksDB under each row's dir
   fs::path dir;
   const Workload& workload;
   Progress& progress;
@@ -114,9 +171,22 @@ asio::awaitable<void> run_all(RunContext& ctx) {
     RowPlan plan = plan_of(o, key, ctx.workload);
     plan.dorm = ctx.dorm;
     plan.dir = ctx.dir / ("row-" + std::to_string(++n));
+    plan.storage = ctx.storage;
+    plan.nodes = o.nodes;
+    plan.lease_ms = o.lease_ms;
+    // Node ids unique to the run and the row: a node of an earlier, killed run may still
+    // look alive in dorm_nodes.
+    plan.node_prefix = "s" + std::to_string(getpid()) + "-r" + std::to_string(n) + "-";
     ctx.progress.row(row_label(key), o.sessions * o.calls_per_session * o.deploys);
     std::error_code ignored;
     fs::create_directories(plan.dir, ignored);
+    if (!ctx.storage.empty()) {
+      auto emptied = empty_store(ctx.storage);  // each row starts from an empty store
+      if (!emptied) {
+        ctx.error = "emptying the store before " + row_label(key) + ": " + emptied.error().message;
+        co_return;
+      }
+    }
     auto run = co_await run_row(plan, ctx.progress);
     fs::remove_all(plan.dir, ignored);  // each row starts from a fresh store
     if (!run) {
@@ -124,6 +194,10 @@ asio::awaitable<void> run_all(RunContext& ctx) {
       co_return;
     }
     ctx.runs.push_back(std::move(run).value());
+  }
+  if (!ctx.storage.empty()) {
+    auto emptied = empty_store(ctx.storage);
+    if (!emptied) ctx.error = "emptying the store after the last row: " + emptied.error().message;
   }
 }
 
@@ -140,7 +214,8 @@ asio::awaitable<void> tick(RunContext& ctx) {
 ReportHeader header_of(const DeploySimOptions& o, const CallRange& range) {
   return ReportHeader{kVersion,          o.seed,        o.sessions,   o.calls_per_session,
                       o.deploys,         range.min_ms,  range.max_ms, o.client_timeout_s,
-                      o.drain_timeout_s, o.virtual_time};
+                      o.drain_timeout_s, o.virtual_time, o.nodes,
+                      o.virtual_time ? "memory" : o.storage.empty() ? "rocksdb" : "postgres"};
 }
 
 // SIGINT or SIGTERM: the servers are killed and reaped, the stores removed, and the
@@ -191,9 +266,15 @@ Result<std::vector<RowRun>> run_processes(const DeploySimOptions& o, const Workl
                                           Progress& progress) {
   auto dorm = server_binary(o.dorm);
   if (!dorm) return std::move(dorm).error();
+  std::string storage;
+  if (!o.storage.empty()) {
+    auto uri = row_storage(o.storage, o.nodes);
+    if (!uri) return std::move(uri).error();
+    storage = std::move(uri).value();
+  }
   auto dir = make_temp_dir("dorm-deploy-sim");
   if (!dir) return std::move(dir).error();
-  RunContext ctx{o, *dorm, *dir, workload, progress, {}, {}, false};
+  RunContext ctx{o, *dorm, storage, *dir, workload, progress, {}, {}, false};
   run_on_io_thread(ctx);
   std::error_code ignored;
   fs::remove_all(*dir, ignored);
@@ -234,6 +315,8 @@ Result<std::vector<RowRun>> run_virtual(const DeploySimOptions& o, const Workloa
 }  // namespace
 
 Result<std::vector<RowRun>> run_rows(const DeploySimOptions& o, Progress& progress) {
+  auto checked = check_options(o);
+  if (!checked) return std::move(checked).error();
   auto range = parse_call_ms(o.call_ms);
   if (!range) return std::move(range).error();
   auto workload = draw_workload(o.seed, o.deploys, o.sessions, o.calls_per_session, range->min_ms,
@@ -248,6 +331,8 @@ int run_deploy_sim(const DeploySimOptions& o) {
   };
   auto range = parse_call_ms(o.call_ms);
   if (!range) return fail(range.error().message);
+  auto checked = check_options(o);
+  if (!checked) return fail(checked.error().message);
   if (!o.svg.empty() && !fs::is_directory(fs::absolute(o.svg).parent_path()))
     return fail("--svg " + o.svg + ": its directory does not exist");
 

@@ -35,7 +35,27 @@ struct DeploySimOptions {
   std::string svg;              // write the timeline here when set
   std::string dorm;             // the server binary; empty: this program
   bool virtual_time = false;    // --virtual: McpCluster on virtual time, no processes
+  // --storage: a postgres:// URI whose database holds the rows' store (the table
+  // kDeploySimTable, emptied before each row); empty: a RocksDB store per row in a
+  // temporary directory.
+  std::string storage;
+  int nodes = 1;              // --nodes: more than one needs --storage postgres://
+  std::int64_t lease_ms = 0;  // --lease-ms: the nodes' lease (0: dorm serve's default)
 };
+
+// The table of the PostgreSQL database of --storage that deploy-sim's rows keep their store
+// in. It is emptied before each row and after the last: never point deploy-sim at it for
+// anything else.
+inline constexpr const char* kDeploySimTable = "dorm_deploy_sim";
+
+// The storage URI the servers of a run get for --storage `given` and `nodes`: the table
+// kDeploySimTable, and shared=true for several nodes. Errors (invalid_argument, saying
+// why): not a postgres:// URI, a `table` or `shared` option of its own, a malformed URI.
+Result<std::string> row_storage(const std::string& given, int nodes);
+
+// What the command line asks is possible: --nodes above 1 needs --storage, and --virtual
+// takes neither. Errors: invalid_argument naming the options.
+Result<void> check_options(const DeploySimOptions& options);
 
 struct CallRange {
   std::int64_t min_ms = 0;

@@ -36,11 +36,18 @@ std::string reasons_text(const RowSummary& row) {
 }
 
 std::string header_line(const ReportHeader& h) {
-  char out[256];
+  // "on virtual time", "over postgres", "3 nodes over postgres"; nothing for the default.
+  std::string where = h.virtual_time ? " on virtual time" : "";
+  if (h.nodes > 1) {
+    where = " of " + std::to_string(h.nodes) + " nodes over " + h.storage;
+  } else if (!h.virtual_time && h.storage != "rocksdb") {
+    where = " over " + h.storage;
+  }
+  char out[320];
   std::snprintf(out, sizeof out,
                 "dorm %s deploy-sim%s, seed %llu: %d sessions x %d calls, %d deploys, calls of "
                 "%lld-%lld ms, client timeout %g s, drain timeout %g s",
-                h.version.c_str(), h.virtual_time ? " on virtual time" : "",
+                h.version.c_str(), where.c_str(),
                 static_cast<unsigned long long>(h.seed), h.sessions, h.calls_per_session, h.deploys,
                 static_cast<long long>(h.call_ms_min), static_cast<long long>(h.call_ms_max),
                 h.client_timeout_s, h.drain_timeout_s);
@@ -203,7 +210,7 @@ std::string format_json(const ReportHeader& h, const std::vector<RowSummary>& ro
   w.Int64(h.call_ms_max);
   w.EndArray();
   m("client_timeout_s", h.client_timeout_s)("drain_timeout_s", h.drain_timeout_s);
-  m("virtual", h.virtual_time);
+  m("virtual", h.virtual_time)("nodes", h.nodes)("storage", h.storage);
   w.Key("rows");
   w.StartArray();
   for (const auto& r : rows) write_row(w, r);

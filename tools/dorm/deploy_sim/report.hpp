@@ -23,6 +23,8 @@ struct ReportHeader {
   double client_timeout_s = 0;
   double drain_timeout_s = 0;
   bool virtual_time = false;  // --virtual: McpCluster on virtual time, no port to probe
+  int nodes = 1;              // servers running side by side over one store (--nodes)
+  std::string storage = "rocksdb";  // the store's kind: rocksdb, postgres, memory (virtual)
 };
 
 std::string format_text(const ReportHeader& header, const std::vector<RowSummary>& rows);

@@ -21,7 +21,17 @@ struct RowPlan {
   double drain_timeout_s = 30;
   // Real processes only:
   std::string dorm;           // the `dorm` executable to serve with
-  std::filesystem::path dir;  // the row's store goes under it
+  std::filesystem::path dir;  // the row's RocksDB store goes under it (when `storage` is empty)
+  // The row's store as a storage URI (deploy-sim empties it before the row); empty: a
+  // RocksDB store under `dir`.
+  std::string storage;
+  // More than one: that many `dorm serve` nodes (--node-id) share `storage`, a PostgreSQL
+  // store opened with shared=true; session i's client talks to node i % nodes.
+  int nodes = 1;
+  // The nodes' --lease-ms (0: the server's default); they renew every quarter of it.
+  std::int64_t lease_ms = 0;
+  // Starts every node id of the row, so that no two rows or runs share one.
+  std::string node_prefix;
 };
 
 // The tool every call runs: the `sleep` fixture of `dorm serve --fixtures testing`.

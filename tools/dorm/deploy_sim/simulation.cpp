@@ -127,19 +127,29 @@ asio::awaitable<bool> listener_closed(std::uint16_t port, Clock::time_point dead
 
 }  // namespace
 
-std::vector<std::string> serve_args(const RowPlan& plan, std::uint16_t port) {
+std::vector<std::string> serve_args(const RowPlan& plan, std::uint16_t port,
+                                    const std::string& node_id) {
   const auto& key = plan.key;
+  std::string storage =
+      plan.storage.empty() ? "rocksdb:" + (plan.dir / "data").string() : plan.storage;
   std::vector<std::string> a{"serve",
                              "--listen",
                              std::string(kHost) + ":" + std::to_string(port),
                              "--storage",
-                             "rocksdb:" + (plan.dir / "data").string(),
+                             storage,
                              "--fixtures",
                              "testing",
                              "--retry-ms",
                              std::to_string(key.retry_ms),
                              "--log-format",
                              "json"};
+  if (!node_id.empty()) {
+    a.insert(a.end(), {"--node-id", node_id});
+    if (plan.lease_ms > 0) {
+      a.insert(a.end(), {"--lease-ms", std::to_string(plan.lease_ms), "--lease-renew-ms",
+                         std::to_string(std::max<std::int64_t>(plan.lease_ms / 4, 1))});
+    }
+  }
   if (key.variant == "no-fix") a.insert(a.end(), {"--no-priming", "--no-reaper"});
   if (key.variant == "priming-only") a.push_back("--no-reaper");
   double lock_wait_s = 10;
@@ -159,53 +169,78 @@ std::vector<std::string> serve_args(const RowPlan& plan, std::uint16_t port) {
 
 namespace {
 
-// The row's servers: the one running and, during a deploy, its successor.
+// The row's servers: one per node (one unless the row runs several), each with its port
+// and, during a deploy, its successor.
 class Deployer {
  public:
   Deployer(const RowPlan& plan, std::shared_ptr<RowState> st, Progress& progress)
-      : plan_(plan), st_(std::move(st)), progress_(progress) {}
+      : plan_(plan), st_(std::move(st)), progress_(progress), slots_(std::max(plan.nodes, 1)) {}
 
-  std::uint16_t port() const { return port_; }
+  // The port of the node session `session`'s client talks to.
+  std::uint16_t port_for(int session) const {
+    return slots_[static_cast<std::size_t>(session) % slots_.size()].port;
+  }
 
+  // Starts every node, one after another, each on a port of its own.
   asio::awaitable<Result<void>> start_first() {
-    auto started = spawn();
-    if (!started) co_return std::move(started).error();
-    current_ = std::move(started).value();
-    auto port = co_await current_->ready(Clock::now() + kStartWait);
-    if (!port) {
-      auto error = co_await failed_start("did not turn ready", *current_);
-      co_return error;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      auto started = spawn(i);
+      if (!started) co_return std::move(started).error();
+      slots_[i].current = std::move(started).value();
+      auto port = co_await slots_[i].current->ready(Clock::now() + kStartWait);
+      if (!port) {
+        auto error = co_await failed_start("did not turn ready", *slots_[i].current);
+        co_return error;
+      }
+      slots_[i].port = *port;
     }
-    port_ = *port;
     co_return Result<void>{};
   }
 
-  // One deploy by the row's mode; returns once the successor is ready and its
-  // predecessor is gone.
-  asio::awaitable<Result<void>> deploy() {
-    auto old = std::move(current_);
-    Result<void> done;
-    if (plan_.key.mode == "kill") {
-      done = co_await kill_deploy(*old);
-    } else if (plan_.key.mode == "term") {
-      done = co_await term_deploy(*old);
-    } else {
-      done = co_await rolling_deploy(*old);
+  // Deploy `round` by the row's mode: rolling replaces every node in turn, kill and term
+  // the node round % nodes. Returns once each successor is ready and its predecessor gone.
+  asio::awaitable<Result<void>> deploy(int round) {
+    marked_ = false;
+    if (plan_.key.mode == "rolling") {
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        auto done = co_await replace(i);
+        if (!done) co_return done;
+      }
+      co_return Result<void>{};
     }
-    co_await stop_prober();
+    auto done = co_await replace(static_cast<std::size_t>(round) % slots_.size());
     co_return done;
   }
 
-  // SIGTERM to the running server; SIGKILL if it has not exited in time.
+  // SIGTERM to every running server; SIGKILL to one that has not exited in time.
   asio::awaitable<void> stop() {
-    if (!current_) co_return;
-    current_->signal(SIGTERM);
-    co_await exit_or_kill(*current_, Clock::now() + drain_bound());
+    for (auto& slot : slots_) {
+      if (slot.current) slot.current->signal(SIGTERM);
+    }
+    auto deadline = Clock::now() + drain_bound();
+    for (auto& slot : slots_) {
+      if (slot.current) co_await exit_or_kill(*slot.current, deadline);
+    }
   }
 
  private:
-  Result<std::unique_ptr<ServerProcess>> spawn() {
-    return ServerProcess::start(st_->executor, plan_.dorm, serve_args(plan_, port_));
+  struct Slot {
+    std::uint16_t port = 0;
+    int generation = 0;
+    std::unique_ptr<ServerProcess> current;
+  };
+
+  // The next server of slot `i`: on its port (any free one at first), with a new node id
+  // when the row runs nodes.
+  Result<std::unique_ptr<ServerProcess>> spawn(std::size_t i) {
+    auto& slot = slots_[i];
+    ++slot.generation;
+    std::string node_id;
+    if (plan_.nodes > 1) {
+      node_id = plan_.node_prefix + "n" + std::to_string(i + 1) + "-" +
+                std::to_string(slot.generation);
+    }
+    return ServerProcess::start(st_->executor, plan_.dorm, serve_args(plan_, slot.port, node_id));
   }
 
   static Error failed(const std::string& what, const ServerProcess& p) {
@@ -224,14 +259,18 @@ class Deployer {
            kShutdownSlack;
   }
 
-  // The deploy instant: recorded, and the /readyz prober starts from it.
-  asio::awaitable<Clock::time_point> mark_deploy() {
+  // A SIGKILL or SIGTERM of the deploy: the first one is the deploy's instant (recorded),
+  // and /readyz on the node's port is probed from each.
+  asio::awaitable<Clock::time_point> mark_deploy(std::uint16_t port) {
     auto at = Clock::now();
-    st_->run.deploys_ms.push_back(st_->ms(at));
+    if (!marked_) {
+      st_->run.deploys_ms.push_back(st_->ms(at));
+      marked_ = true;
+    }
     prober_ = std::make_shared<Prober>();
     auto until = at + drain_bound() + kStartWait;
     auto executor = co_await asio::this_coro::executor;
-    asio::co_spawn(executor, probe_readyz(prober_, st_, port_, at, until), asio::detached);
+    asio::co_spawn(executor, probe_readyz(prober_, st_, port, at, until), asio::detached);
     co_return at;
   }
 
@@ -259,60 +298,80 @@ class Deployer {
     co_await p.exited(Clock::now() + kExitWait);
   }
 
-  asio::awaitable<Result<void>> successor_ready() {
-    auto port = co_await current_->ready(Clock::now() + kStartWait);
+  asio::awaitable<Result<void>> successor_ready(ServerProcess& p) {
+    auto port = co_await p.ready(Clock::now() + kStartWait);
     if (!port) {
-      auto error = co_await failed_start("(the successor) did not turn ready", *current_);
+      auto error = co_await failed_start("(the successor) did not turn ready", p);
       co_return error;
     }
     co_return Result<void>{};
   }
 
-  asio::awaitable<Result<void>> kill_deploy(ServerProcess& old) {
+  // Replaces the server of slot `i` by the row's mode.
+  asio::awaitable<Result<void>> replace(std::size_t i) {
+    auto old = std::move(slots_[i].current);
+    Result<void> done;
+    if (plan_.key.mode == "kill") {
+      done = co_await kill_deploy(i, *old);
+    } else if (plan_.key.mode == "term") {
+      done = co_await term_deploy(i, *old);
+    } else {
+      done = co_await rolling_deploy(i, *old);
+    }
+    co_await stop_prober();
+    co_return done;
+  }
+
+  // Starts slot `i`'s successor; returns it, ready or not.
+  Result<ServerProcess*> start_successor(std::size_t i) {
+    auto started = spawn(i);
+    if (!started) return std::move(started).error();
+    slots_[i].current = std::move(started).value();
+    return slots_[i].current.get();
+  }
+
+  asio::awaitable<Result<void>> kill_deploy(std::size_t i, ServerProcess& old) {
     old.signal(SIGKILL);
-    auto at = co_await mark_deploy();
+    auto at = co_await mark_deploy(slots_[i].port);
     auto status = co_await old.exited(at + kExitWait);
     if (!status) co_return failed("was not reaped after SIGKILL", old);
     co_await sleep_until(at + milliseconds(plan_.key.restart_gap_ms));
-    auto started = spawn();
-    if (!started) co_return std::move(started).error();
-    current_ = std::move(started).value();
-    auto ready = co_await successor_ready();
+    auto next = start_successor(i);
+    if (!next) co_return std::move(next).error();
+    auto ready = co_await successor_ready(**next);
     co_return ready;
   }
 
-  asio::awaitable<Result<void>> term_deploy(ServerProcess& old) {
+  asio::awaitable<Result<void>> term_deploy(std::size_t i, ServerProcess& old) {
     old.signal(SIGTERM);
-    auto at = co_await mark_deploy();
-    bool closed = co_await listener_closed(port_, at + kExitWait);
+    auto at = co_await mark_deploy(slots_[i].port);
+    bool closed = co_await listener_closed(slots_[i].port, at + kExitWait);
     if (!closed) co_return failed("kept accepting connections after SIGTERM", old);
     co_await sleep_until(at + milliseconds(plan_.key.restart_gap_ms));
-    auto started = spawn();
-    if (!started) co_return std::move(started).error();
-    current_ = std::move(started).value();
+    auto next = start_successor(i);
+    if (!next) co_return std::move(next).error();
     co_await exit_or_kill(old, at + drain_bound());
-    auto ready = co_await successor_ready();
+    auto ready = co_await successor_ready(**next);
     co_return ready;
   }
 
-  asio::awaitable<Result<void>> rolling_deploy(ServerProcess& old) {
-    auto started = spawn();
-    if (!started) co_return std::move(started).error();
-    current_ = std::move(started).value();
-    bool bound = co_await current_->logged("bound", Clock::now() + kStartWait);
-    if (!bound) co_return failed("(the successor) did not bind beside its predecessor", *current_);
+  asio::awaitable<Result<void>> rolling_deploy(std::size_t i, ServerProcess& old) {
+    auto next = start_successor(i);
+    if (!next) co_return std::move(next).error();
+    bool bound = co_await (*next)->logged("bound", Clock::now() + kStartWait);
+    if (!bound) co_return failed("(the successor) did not bind beside its predecessor", **next);
     old.signal(SIGTERM);
-    auto at = co_await mark_deploy();
+    auto at = co_await mark_deploy(slots_[i].port);
     co_await exit_or_kill(old, at + drain_bound());
-    auto ready = co_await successor_ready();
+    auto ready = co_await successor_ready(**next);
     co_return ready;
   }
 
   const RowPlan& plan_;
   std::shared_ptr<RowState> st_;
   Progress& progress_;
-  std::uint16_t port_ = 0;
-  std::unique_ptr<ServerProcess> current_;
+  std::vector<Slot> slots_;
+  bool marked_ = false;  // the current deploy's instant is recorded
   std::shared_ptr<Prober> prober_;
 };
 
@@ -321,10 +380,10 @@ class Deployer {
 namespace {
 
 asio::awaitable<Result<void>> open_sessions(std::shared_ptr<RowState> st, const RowPlan& plan,
-                                            std::uint16_t port) {
+                                            const Deployer& deployer) {
   auto deadline = Clock::now() + kStartWait;
   for (int i = 0; i < plan.sessions; ++i)
-    st->clients.push_back(std::make_unique<McpClient>(st->executor, kHost, port));
+    st->clients.push_back(std::make_unique<McpClient>(st->executor, kHost, deployer.port_for(i)));
   for (std::size_t i = 0; i < st->clients.size(); ++i)
     asio::co_spawn(st->executor, open_client(st, i, deadline), asio::detached);
   int all = plan.sessions;
@@ -366,7 +425,7 @@ asio::awaitable<Result<void>> run_round(std::shared_ptr<RowState> st, const RowP
   }
   int round_calls = static_cast<int>(st->run.calls.size() - first);
   co_await st->changed.until([&] { return st->accepted == round_calls; }, deadline + kSettleSlack);
-  auto deployed = co_await deployer.deploy();
+  auto deployed = co_await deployer.deploy(round);
   if (!deployed) co_return deployed;
   mark_deployed(st->run, first, st->run.deploys_ms.back());
   int target = static_cast<int>(st->run.calls.size());
@@ -391,7 +450,7 @@ asio::awaitable<Result<void>> run_rounds(std::shared_ptr<RowState> st, const Row
                                          Deployer& deployer, Progress& progress) {
   auto started = co_await deployer.start_first();
   if (!started) co_return started;
-  auto opened = co_await open_sessions(st, plan, deployer.port());
+  auto opened = co_await open_sessions(st, plan, deployer);
   if (!opened) co_return opened;
   st->t0 = Clock::now();
   int rounds = static_cast<int>(plan.workload->durations_ms.size());

@@ -16,6 +16,10 @@
 //    it), wait until it is bound, then SIGTERM the old one; the gap does not apply.
 // The deploy instant (drawn on the timeline, and the zero of "time to error") is the
 // SIGKILL or SIGTERM.
+//
+// With several nodes (RowPlan::nodes) every node keeps its port, and a successor gets a new
+// node id. A rolling deploy replaces every node in turn (its instant is the first SIGTERM);
+// a kill or term deploy hits one node, round r hitting node r % nodes.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -35,8 +39,10 @@ inline constexpr int kReadyzProbeMs = 25;
 // What `dorm serve` is told to allow a drain beyond --drain-timeout before it must exit.
 inline constexpr double kShutdownGraceS = 5;
 
-// The arguments of one `dorm serve` of `plan` on `port` (0: any free one).
-std::vector<std::string> serve_args(const RowPlan& plan, std::uint16_t port);
+// The arguments of one `dorm serve` of `plan` on `port` (0: any free one); `node_id` is
+// set when the row runs several nodes.
+std::vector<std::string> serve_args(const RowPlan& plan, std::uint16_t port,
+                                    const std::string& node_id = {});
 
 // Runs the row. Errors: a server that does not start or does not answer as it should, a
 // session that cannot open; every process the row started is gone when it returns.
