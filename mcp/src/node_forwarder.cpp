@@ -29,16 +29,6 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-bool iequals_ascii(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i] >= 'A' && a[i] <= 'Z' ? static_cast<char>(a[i] - 'A' + 'a') : a[i];
-    char y = b[i] >= 'A' && b[i] <= 'Z' ? static_cast<char>(b[i] - 'A' + 'a') : b[i];
-    if (x != y) return false;
-  }
-  return true;
-}
-
 // Hop-by-hop fields (RFC 9110 §7.6.1), and the framing each side sets for itself: never
 // passed on, in either direction.
 bool hop_by_hop(std::string_view name) {
@@ -46,7 +36,7 @@ bool hop_by_hop(std::string_view name) {
       "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
       "te",         "trailer",    "transfer-encoding", "upgrade",          "content-length"};
   for (auto field : kFields) {
-    if (iequals_ascii(name, field)) return true;
+    if (beast::iequals(name, field)) return true;
   }
   return false;
 }
