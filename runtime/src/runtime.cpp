@@ -216,6 +216,12 @@ Result<storage::LeaseTable*> node_leases(storage::Backend& backend, const Runtim
 
 }  // namespace
 
+void apply_blocking_idle_wait(caf::actor_system_config& config) {
+  // After the aggressive spin (CAF's 100 polls), straight to the blocking wait: a worker
+  // blocked there is woken by the next enqueue for it.
+  config.set("work-stealing.moderate-poll-attempts", std::size_t{0});
+}
+
 caf::scheduler::test_coordinator* Runtime::Impl::coordinator() const {
   if (!options.virtual_clock) return nullptr;
   return dynamic_cast<caf::scheduler::test_coordinator*>(&system->scheduler());
@@ -269,6 +275,7 @@ Result<std::unique_ptr<Runtime>> Runtime::start(storage::Backend& backend, Runti
   } else if (rt.options.workers > 0) {
     rt.config->set("scheduler.max-threads", rt.options.workers);
   }
+  if (!rt.options.poll_when_idle) apply_blocking_idle_wait(*rt.config);
   rt.config->add_error_category(caf::atom("dorm"), render_runtime_error);
   rt.system = std::make_unique<caf::actor_system>(*rt.config);
   rt.posts = std::make_shared<detail::PostBox>(rt.options.virtual_clock != nullptr);

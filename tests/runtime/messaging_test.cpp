@@ -106,3 +106,22 @@ TEST_CASE("messaging: a send leaves only if the sending turn commits") {
   f.expected_active = 4;  // b, c, d, and a fresh a
   CHECK(f.read("a") == 0);
 }
+
+namespace {
+
+// Reads the options CAF declares (they are protected in caf::actor_system_config).
+struct DeclaredOptions : caf::actor_system_config {
+  bool declares(caf::string_view name) const { return custom_options_.qualified_name_lookup(name) != nullptr; }
+};
+
+}  // namespace
+
+TEST_CASE("runtime: idle workers block instead of sleep-polling, through a setting this CAF declares") {
+  // CAF ignores (and prints about) a setting it does not declare, so a renamed key would
+  // silently bring back the 50 us sleeps this setting removes.
+  DeclaredOptions config;
+  REQUIRE(config.declares("work-stealing.moderate-poll-attempts"));
+  CHECK(caf::get_or(config, "work-stealing.moderate-poll-attempts", std::size_t{500}) != 0);
+  apply_blocking_idle_wait(config);
+  CHECK(caf::get_or(config, "work-stealing.moderate-poll-attempts", std::size_t{500}) == 0);
+}

@@ -111,9 +111,11 @@ class RawClient : public caf::event_based_actor {
   std::promise<void>* done_;
 };
 
-// An actor system with `workers` worker threads, like a Runtime's.
+// An actor system with `workers` worker threads, like a Runtime's, idle workers waiting
+// as a Runtime's do.
 std::unique_ptr<caf::actor_system> bare_system(caf::actor_system_config& config, int workers) {
   config.set("scheduler.max-threads", static_cast<std::size_t>(workers));
+  apply_blocking_idle_wait(config);
   return std::make_unique<caf::actor_system>(config);
 }
 

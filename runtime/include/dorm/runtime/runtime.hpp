@@ -47,6 +47,10 @@ struct StorageLimits {
 
 using ReplyHandler = std::function<void(caf::expected<caf::message>)>;
 
+// The scheduler settings behind RuntimeOptions::poll_when_idle = false, for a program that
+// sets up an actor system of its own to compare with (dorm bench runtime's bare CAF).
+void apply_blocking_idle_wait(caf::actor_system_config& config);
+
 struct RuntimeOptions {
   // Durable time. Null: the system clock.
   const Clock* clock = nullptr;
@@ -59,6 +63,12 @@ struct RuntimeOptions {
   // CAF worker threads; 0 picks CAF's default (one per core). Turns are synchronous, so a
   // slow turn occupies a worker: size this for the storage latency you expect.
   std::size_t workers = 0;
+  // How an idle worker waits for work. By default it spins briefly and then blocks until
+  // work is enqueued for it, checking busy workers' queues every 10 ms. CAF's own policy
+  // (true here) sleeps 50 us at a time for up to 25 ms before it blocks, and a message sent
+  // to a worker in those sleeps waits for the sleep to end: on 2 cores a tools/call at
+  // concurrency 1 took ~30 % longer at p50 (docs/benchmarks.md, "Idle CAF workers").
+  bool poll_when_idle = false;
   // Messages an object may have accepted and not finished; more are refused with
   // `overloaded` (CAF's own mailboxes are unbounded).
   std::size_t mailbox_bound = 1024;
