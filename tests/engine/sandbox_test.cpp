@@ -325,6 +325,36 @@ TEST_CASE("sandbox: a result nested deeper than the host allows is a protocol vi
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("sandbox: starts queued for a lone slot all run, each in a fresh context") {
+  // One slot: each start after the first is sent the moment the previous outcome arrives,
+  // to a slot that is free but may still be making its next context. It must run once
+  // that context is made, never be dropped, and never see the previous execution's globals.
+  PoolOptions options;
+  options.worker_path = DORM_ENGINE_WORKER;
+  options.workers = 1;
+  options.slots_per_worker = 1;
+  auto created = Pool::create(options);
+  REQUIRE(created.ok());
+  auto& pool = **created;
+  std::vector<std::shared_ptr<Recorder>> runs;
+  for (int i = 0; i < 12; ++i) {
+    auto rec = std::make_shared<Recorder>(nullptr);
+    std::string source = "globalThis.seen = (globalThis.seen ?? 0) + 1; return [seen, " + std::to_string(i) + "]";
+    auto started = pool.start(ExecutionRequest{"queued-" + std::to_string(i), source, Limits{}, {}}, rec);
+    REQUIRE(started.ok());
+    rec->attach(*started);
+    runs.push_back(rec);
+  }
+  for (int i = 0; i < 12; ++i) {
+    REQUIRE(runs[i]->wait_done());
+    INFO((runs[i]->failure ? runs[i]->failure->second : ""));
+    REQUIRE(runs[i]->result);
+    CHECK(*runs[i]->result == "[1," + std::to_string(i) + "]");
+  }
+  CHECK(pool.stats().completed == 12);
+  CHECK(pool.stats().workers_lost == 0);
+}
+
 TEST_CASE("sandbox: workers are recycled after their quota of executions") {
   PoolOptions options;
   options.worker_path = DORM_ENGINE_WORKER;
