@@ -150,7 +150,8 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     head_response = HttpResponse(head.result_int());
     for (const auto& field : head) {
       std::string_view name(field.name_string().data(), field.name_string().size());
-      if (hop_by_hop(name)) continue;
+      // Server names the relaying server, which sets its own: passed on, it came twice.
+      if (hop_by_hop(name) || beast::iequals(name, "server")) continue;
       head_response.headers.emplace_back(std::string(name), std::string(field.value()));
     }
     if (parser->content_length() && !parser->chunked()) {

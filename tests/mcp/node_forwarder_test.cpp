@@ -156,6 +156,8 @@ TEST_CASE("forwarder: a request goes on as the client sent it, and a whole answe
   // Framing is the relaying server's own business.
   CHECK(header("content-length") == "(absent)");
   CHECK(header("connection") == "(absent)");
+  // The other node's Server field stays behind: the relaying server sends its own, once.
+  CHECK(header("server") == "(absent)");
 
   auto sent = seen.get_future().get();
   CHECK(sent.method == "POST");
