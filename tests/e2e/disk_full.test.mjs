@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, rmdirSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,10 @@ import { DormProcess, startServe, WAIT_MS } from './lib/dorm_process.mjs';
 import { post, request, openSession, sseMessages } from './lib/mcp_http.mjs';
 
 const MiB = 1024 * 1024;
-const VALUE = 'x'.repeat(100_000);
+// Random base64: RocksDB compresses its table files (Snappy), and a value it could shrink
+// would leave the disk filling only as fast as the WAL outruns the flushes, so on some runs
+// never. 75,000 random bytes are 100,000 characters that do not compress.
+const VALUE = randomBytes(75_000).toString('base64');
 // Far more 100 KB calls than fit between the ballast and the reserve.
 const MAX_CALLS = 3_000;
 
