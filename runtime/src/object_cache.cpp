@@ -1,6 +1,10 @@
 #include "object_cache.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <type_traits>
 #include <iterator>
 #include <utility>
 
@@ -13,10 +17,34 @@ std::size_t range_bytes(const std::string& lower, const std::optional<std::strin
 
 }  // namespace
 
+std::unique_ptr<ObjectCache> ObjectCache::make(storage::Backend& backend, std::string_view root,
+                                               std::size_t max_bytes,
+                                               const UncachedPrefixes* uncached) {
+  // root_bytes_ is the last member: the root fits in the padding after it and beyond.
+  void* memory = ::operator new(sizeof(ObjectCache) + root.size());
+  auto* cache = new (memory) ObjectCache(backend, root.size(), max_bytes, uncached);
+  std::memcpy(cache->root_bytes_, root.data(), root.size());
+  return std::unique_ptr<ObjectCache>(cache);
+}
+
+ObjectCache::ObjectCache(storage::Backend& backend, std::size_t root_size, std::size_t max_bytes,
+                         const UncachedPrefixes* uncached)
+    : backend_(backend),
+      uncached_(uncached),
+      max_bytes_(max_bytes),
+      root_size_(static_cast<std::uint32_t>(root_size)) {}
+
+ObjectCache::~ObjectCache() { clear(); }
+
+std::size_t ObjectCache::Entry::cost() const {
+  static_assert(std::is_standard_layout_v<Entry>, "remember() sizes an entry with offsetof");
+  return kSlotBytes + key_size + (present() ? value_size : 0);
+}
+
 std::optional<std::string> ObjectCache::relative(std::string_view key) const {
-  // Every key in [root_, successor of root_) begins with root_, and no other key does.
-  if (!key.starts_with(root_)) return std::nullopt;
-  return std::string(key.substr(root_.size()));
+  // Every key in [root, successor of root) begins with root, and no other key does.
+  if (!key.starts_with(root())) return std::nullopt;
+  return std::string(key.substr(root_size_));
 }
 
 bool ObjectCache::relative_bounds(const storage::ScanOptions::Bounds& bounds, std::string& lower,
@@ -25,14 +53,14 @@ bool ObjectCache::relative_bounds(const storage::ScanOptions::Bounds& bounds, st
   if (!rel_lower) return false;
   lower = std::move(*rel_lower);
   upper.reset();
-  if (root_.empty()) {
+  if (root_size_ == 0) {
     upper = bounds.upper;
     return true;
   }
   if (!bounds.upper) return false;  // the scan runs past the object's keys
   if ((upper = relative(*bounds.upper))) return true;
   // bounds.upper lies past the object's keys: only their end itself keeps the scan inside.
-  auto end = storage::ScanOptions::prefix_successor(root_);
+  auto end = storage::ScanOptions::prefix_successor(root());
   return end && *bounds.upper == *end;
 }
 
@@ -66,9 +94,10 @@ Result<std::optional<std::string>> ObjectCache::get(const std::string& key) {
   auto rel = enabled() ? relative(key) : std::nullopt;
   if (!rel || uncached(*rel)) return backend_.get(key);
   if (auto ok = prefetch(); !ok) return std::move(ok).error();
-  if (auto it = slots_.find(*rel); it != slots_.end()) {
-    it->second.used = ++clock_;
-    return it->second.value;
+  if (auto it = slots_.find(std::string_view(*rel), EntryLess{}); it != slots_.end()) {
+    touch(*it);
+    if (!it->present()) return std::optional<std::string>{};
+    return std::optional<std::string>(it->value());
   }
   if (in_complete(*rel)) return std::optional<std::string>{};
   auto value = backend_.get(key);
@@ -98,8 +127,8 @@ Result<std::vector<storage::KeyValue>> ObjectCache::scan(const storage::ScanOpti
 Result<void> ObjectCache::prefetch() {
   if (prefetched_) return {};
   storage::ScanOptions all;
-  all.start = std::string(root_);
-  all.end = storage::ScanOptions::prefix_successor(root_);
+  all.start = std::string(root());
+  all.end = storage::ScanOptions::prefix_successor(root());
   all.limit = kPrefetchEntries;
   auto rows = backend_.scan(all);
   if (!rows) return std::move(rows).error();
@@ -113,12 +142,15 @@ std::vector<storage::KeyValue> ObjectCache::from_memory(const storage::ScanOptio
                                                         const std::string& lower,
                                                         const End& upper) {
   std::vector<storage::KeyValue> out;
-  auto first = slots_.lower_bound(lower);
-  auto last = upper ? slots_.lower_bound(*upper) : slots_.end();
+  auto first = slots_.lower_bound(std::string_view(lower), EntryLess{});
+  auto last = upper ? slots_.lower_bound(std::string_view(*upper), EntryLess{}) : slots_.end();
   auto take = [&](Slots::iterator it) {
-    if (!it->second.value) return true;  // known absent
-    it->second.used = ++clock_;
-    out.push_back({std::string(root_) + it->first, *it->second.value});
+    if (!it->present()) return true;  // known absent
+    touch(*it);
+    std::string key;
+    key.reserve(root_size_ + it->key_size);
+    key.append(root()).append(it->key());
+    out.push_back({std::move(key), std::string(it->value())});
     return options.limit == 0 || out.size() < options.limit;
   };
   if (!options.reverse) {
@@ -139,7 +171,7 @@ void ObjectCache::learn_scan(const storage::ScanOptions& options,
     add_complete(lower, upper);
   } else if (!rows.empty()) {
     // A limited scan saw everything between its start and its last row.
-    std::string last = rows.back().key.substr(root_.size());
+    std::string last = rows.back().key.substr(root_size_);
     if (options.reverse) {
       add_complete(std::move(last), upper);
     } else {
@@ -147,7 +179,7 @@ void ObjectCache::learn_scan(const storage::ScanOptions& options,
     }
   }
   for (const auto& kv : rows) {
-    auto rel = kv.key.substr(root_.size());
+    auto rel = std::string_view(kv.key).substr(root_size_);
     if (!uncached(rel)) remember(rel, kv.value);
   }
 }
@@ -155,7 +187,9 @@ void ObjectCache::learn_scan(const storage::ScanOptions& options,
 bool ObjectCache::known_absent(std::string_view key) const {
   auto rel = enabled() ? relative(key) : std::nullopt;
   if (!rel || uncached(*rel)) return false;
-  if (auto it = slots_.find(*rel); it != slots_.end()) return !it->second.value;
+  if (auto it = slots_.find(std::string_view(*rel), EntryLess{}); it != slots_.end()) {
+    return !it->present();
+  }
   return in_complete(*rel);
 }
 
@@ -166,13 +200,13 @@ void ObjectCache::apply(const storage::WriteBatch& batch) {
   for (const auto op : batch) {
     switch (op.kind) {
       case storage::WriteBatch::Kind::put:
-        if (auto rel = relative(op.key); rel && !uncached(*rel)) remember(*rel, std::string(op.value));
+        if (auto rel = relative(op.key); rel && !uncached(*rel)) remember(*rel, op.value);
         break;
       case storage::WriteBatch::Kind::del:
         if (auto rel = relative(op.key); rel && !uncached(*rel)) {
           if (!in_complete(*rel)) {
             remember(*rel, std::nullopt);
-          } else if (auto it = slots_.find(*rel); it != slots_.end()) {
+          } else if (auto it = slots_.find(std::string_view(*rel), EntryLess{}); it != slots_.end()) {
             erase_slot(it);  // the range says it is absent
           }
         }
@@ -189,11 +223,11 @@ void ObjectCache::apply_range_delete(std::string_view begin, std::string_view en
   // The part of [begin, end) among the object's keys is empty now, and known to be.
   std::string lower;
   End upper;
-  if (root_.empty()) {
+  if (root_size_ == 0) {
     lower = begin;
     upper = std::string(end);
   } else {
-    if (begin < root_) {
+    if (begin < root()) {
       lower.clear();  // from the object's first key
     } else if (auto rel = relative(begin)) {
       lower = std::move(*rel);
@@ -201,17 +235,21 @@ void ObjectCache::apply_range_delete(std::string_view begin, std::string_view en
       return;  // begins past the object's keys
     }
     upper = relative(end);  // none: it ends past them
-    if (!upper && end <= root_) return;  // it ends before them
+    if (!upper && end <= root()) return;  // it ends before them
   }
   if (upper && *upper <= lower) return;
-  auto it = slots_.lower_bound(lower);
-  while (it != slots_.end() && (!upper || it->first < *upper)) erase_slot(it++);
+  auto it = slots_.lower_bound(std::string_view(lower), EntryLess{});
+  while (it != slots_.end() && (!upper || it->key() < *upper)) it = erase_slot(it);
   add_complete(std::move(lower), std::move(upper));
 }
 
 void ObjectCache::clear() {
-  slots_.clear();
-  complete_.clear();
+  slots_.clear_and_dispose([](Entry* entry) {
+    entry->~Entry();
+    ::operator delete(entry);
+  });
+  count_ = 0;
+  complete_.reset();
   whole_ = false;
   bytes_ = 0;
   prefetched_ = false;
@@ -219,31 +257,52 @@ void ObjectCache::clear() {
 
 // ---- entries ----
 
-void ObjectCache::remember(const std::string& key, std::optional<std::string> value) {
-  std::size_t cost = kSlotBytes + key.size() + (value ? value->size() : 0);
-  auto it = slots_.find(key);
+void ObjectCache::remember(std::string_view key, std::optional<std::string_view> value) {
+  const std::size_t cost = kSlotBytes + key.size() + (value ? value->size() : 0);
+  auto it = slots_.lower_bound(key, EntryLess{});
+  const bool found = it != slots_.end() && it->key() == key;
   if (cost > max_bytes_ / 4) {
     // One entry must not push out most of the others: it is forgotten instead, and so is
     // the complete range around it (which would otherwise call it absent).
-    if (it != slots_.end()) erase_slot(it);
+    if (found) erase_slot(it);
     drop_complete_at(key);
     return;
   }
-  if (it == slots_.end()) {
-    it = slots_.emplace(key, Slot{}).first;
-  } else {
-    const auto& old = it->second.value;
-    bytes_ -= kSlotBytes + key.size() + (old ? old->size() : 0);
-  }
-  it->second.value = std::move(value);
-  it->second.used = ++clock_;
+  // A new allocation even for a known key: its size follows the value's.
+  if (found) it = erase_slot(it);
+  const std::size_t size = offsetof(Entry, bytes) + key.size() + (value ? value->size() : 0);
+  auto* entry = new (::operator new(size)) Entry;
+  entry->key_size = static_cast<std::uint32_t>(key.size());
+  entry->value_size = value ? static_cast<std::uint32_t>(value->size()) : Entry::kAbsent;
+  std::memcpy(entry->bytes, key.data(), key.size());
+  if (value) std::memcpy(entry->bytes + key.size(), value->data(), value->size());
+  slots_.insert_before(it, *entry);
+  ++count_;
+  touch(*entry);
   bytes_ += cost;
 }
 
-void ObjectCache::erase_slot(Slots::iterator it) {
-  const auto& value = it->second.value;
-  bytes_ -= kSlotBytes + it->first.size() + (value ? value->size() : 0);
-  slots_.erase(it);
+ObjectCache::Slots::iterator ObjectCache::erase_slot(Slots::iterator it) {
+  bytes_ -= it->cost();
+  --count_;
+  return slots_.erase_and_dispose(it, [](Entry* entry) {
+    entry->~Entry();
+    ::operator delete(entry);
+  });
+}
+
+void ObjectCache::touch(Entry& entry) {
+  if (clock_ == std::numeric_limits<std::uint32_t>::max()) {
+    // The stamps ran out: number the entries again in the same order, from 1.
+    std::vector<Entry*> by_age;
+    by_age.reserve(count_);
+    for (auto& e : slots_) by_age.push_back(&e);
+    std::sort(by_age.begin(), by_age.end(),
+              [](const Entry* a, const Entry* b) { return a->used < b->used; });
+    clock_ = 0;
+    for (auto* e : by_age) e->used = ++clock_;
+  }
+  entry.used = ++clock_;
 }
 
 void ObjectCache::trim() {
@@ -251,35 +310,37 @@ void ObjectCache::trim() {
   // Least recently used first, until an eighth of the bound is free: one sort serves many
   // later inserts.
   const std::size_t target = max_bytes_ - max_bytes_ / 8;
-  std::vector<std::pair<std::uint64_t, Slots::iterator>> by_age;
-  by_age.reserve(slots_.size());
-  for (auto it = slots_.begin(); it != slots_.end(); ++it) by_age.emplace_back(it->second.used, it);
+  std::vector<Entry*> by_age;
+  by_age.reserve(count_);
+  for (auto& entry : slots_) by_age.push_back(&entry);
   std::sort(by_age.begin(), by_age.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [used, it] : by_age) {
+            [](const Entry* a, const Entry* b) { return a->used < b->used; });
+  for (auto* entry : by_age) {
     if (bytes_ <= target) return;
     // A present key leaving a complete range leaves a hole the range cannot describe.
-    if (it->second.value) drop_complete_at(it->first);
-    erase_slot(it);
+    if (entry->present()) drop_complete_at(entry->key());
+    erase_slot(slots_.iterator_to(*entry));
   }
   if (bytes_ > target) drop_all_complete();  // only ranges are left (many empty listings)
 }
 
 // ---- complete ranges ----
 
-bool ObjectCache::in_complete(const std::string& key) const {
+bool ObjectCache::in_complete(std::string_view key) const {
   if (uncached(key)) return false;
   if (whole_) return true;
-  auto it = complete_.upper_bound(key);
-  if (it == complete_.begin()) return false;
+  if (!complete_) return false;
+  auto it = complete_->upper_bound(key);
+  if (it == complete_->begin()) return false;
   --it;
   return !it->second || key < *it->second;
 }
 
 bool ObjectCache::covered(const std::string& lower, const End& upper) const {
   if (whole_) return true;
-  auto it = complete_.upper_bound(lower);
-  if (it == complete_.begin()) return false;
+  if (!complete_) return false;
+  auto it = complete_->upper_bound(lower);
+  if (it == complete_->begin()) return false;
   --it;
   if (!it->second) return true;
   return lower < *it->second && upper && *upper <= *it->second;
@@ -292,39 +353,43 @@ void ObjectCache::add_complete(std::string lower, End upper) {
     whole_ = true;
     return;
   }
+  if (!complete_) complete_ = std::make_unique<Ranges>();
+  auto& ranges = *complete_;
   // Merge with every range it overlaps or touches, so ranges stay disjoint.
-  auto it = complete_.upper_bound(lower);
-  if (it != complete_.begin()) {
+  auto it = ranges.upper_bound(lower);
+  if (it != ranges.begin()) {
     auto prev = std::prev(it);
     if (!prev->second || *prev->second >= lower) it = prev;
   }
-  while (it != complete_.end() && (!upper || it->first <= *upper)) {
+  while (it != ranges.end() && (!upper || it->first <= *upper)) {
     if (it->first < lower) lower = it->first;
     if (upper && (!it->second || *it->second > *upper)) upper = it->second;
     bytes_ -= range_bytes(it->first, it->second);
-    it = complete_.erase(it);
+    it = ranges.erase(it);
   }
   bytes_ += range_bytes(lower, upper);
-  complete_.emplace(std::move(lower), std::move(upper));
+  ranges.emplace(std::move(lower), std::move(upper));
 }
 
-void ObjectCache::drop_complete_at(const std::string& key) {
+void ObjectCache::drop_complete_at(std::string_view key) {
   if (whole_) {
     whole_ = false;
     return;
   }
-  auto it = complete_.upper_bound(key);
-  if (it == complete_.begin()) return;
+  if (!complete_) return;
+  auto it = complete_->upper_bound(key);
+  if (it == complete_->begin()) return;
   --it;
   if (it->second && key >= *it->second) return;
   bytes_ -= range_bytes(it->first, it->second);
-  complete_.erase(it);
+  complete_->erase(it);
 }
 
 void ObjectCache::drop_all_complete() {
   whole_ = false;
-  for (const auto& [lower, upper] : complete_) bytes_ -= range_bytes(lower, upper);
-  complete_.clear();
+  if (!complete_) return;
+  for (const auto& [lower, upper] : *complete_) bytes_ -= range_bytes(lower, upper);
+  complete_.reset();
 }
 
 }  // namespace dorm

@@ -33,9 +33,11 @@
 // like the activation that owns it.
 #pragma once
 
+#include <boost/intrusive/set.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,9 +72,10 @@ class UncachedPrefixes {
 
 class ObjectCache {
  public:
-  // Bookkeeping estimates per entry and per range (a std::map node with its key and an
-  // optional value, with malloc's header), counted with the bytes of the keys and values.
-  static constexpr std::size_t kSlotBytes = 128;
+  // Bookkeeping estimates per entry and per range (an entry is one allocation: its tree
+  // links, LRU stamp and sizes, then the key and the value; a range is a std::map node with
+  // two keys), counted with the bytes of the keys and values, malloc's header included.
+  static constexpr std::size_t kSlotBytes = 56;
   static constexpr std::size_t kRangeBytes = 96;
   // The first read of an activation lists this many of the object's keys at most: an
   // object with fewer is then known whole (negative lookups included) after one scan,
@@ -81,9 +84,16 @@ class ObjectCache {
 
   // Caches the keys beginning with `root` (every key when empty) of `backend`, except those
   // beginning with root + one of `uncached` (which must outlive the cache; null: none).
-  ObjectCache(storage::Backend& backend, std::string root, std::size_t max_bytes,
-              const UncachedPrefixes* uncached = nullptr)
-      : backend_(backend), root_(std::move(root)), max_bytes_(max_bytes), uncached_(uncached) {}
+  // Every resident object that has read anything holds one, so it is one allocation with
+  // the root inside it (docs/benchmarks.md, resident memory per idle object).
+  static std::unique_ptr<ObjectCache> make(storage::Backend& backend, std::string_view root,
+                                           std::size_t max_bytes,
+                                           const UncachedPrefixes* uncached = nullptr);
+  ~ObjectCache();
+  ObjectCache(const ObjectCache&) = delete;
+  ObjectCache& operator=(const ObjectCache&) = delete;
+  // Made by make() only: the root lives past the end of the object.
+  static void operator delete(void* p) { ::operator delete(p); }
 
   // As Backend::get and Backend::scan, answered from memory where the cache can.
   Result<std::optional<std::string>> get(const std::string& key);
@@ -98,17 +108,41 @@ class ObjectCache {
   void clear();
 
   std::size_t bytes() const { return bytes_; }
-  std::size_t entries() const { return slots_.size(); }
+  std::size_t entries() const { return count_; }
 
  private:
-  // Keys below are relative to root_. A range end of nullopt is the end of the object.
+  // Keys below are relative to root(). A range end of nullopt is the end of the object.
   using End = std::optional<std::string>;
-  struct Slot {
-    std::optional<std::string> value;  // nullopt: known absent
-    std::uint64_t used = 0;            // when last read or written (LRU)
-  };
-  using Slots = std::map<std::string, Slot, std::less<>>;
+  using Hook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;
+  // One cached key: a present value or "known absent". One allocation: the header, then
+  // the key's bytes, then the value's.
+  struct Entry {
+    static constexpr std::uint32_t kAbsent = 0xffffffff;
+    Hook hook;
+    std::uint32_t used;  // when last read or written (LRU stamp)
+    std::uint32_t key_size;
+    std::uint32_t value_size;  // kAbsent: known absent
+    char bytes[];
 
+    std::string_view key() const { return {bytes, key_size}; }
+    bool present() const { return value_size != kAbsent; }
+    std::string_view value() const { return {bytes + key_size, present() ? value_size : 0}; }
+    std::size_t cost() const;
+  };
+  struct EntryLess {
+    bool operator()(const Entry& a, const Entry& b) const { return a.key() < b.key(); }
+    bool operator()(std::string_view a, const Entry& b) const { return a < b.key(); }
+    bool operator()(const Entry& a, std::string_view b) const { return a.key() < b; }
+  };
+  using Slots = boost::intrusive::set<
+      Entry, boost::intrusive::member_hook<Entry, Hook, &Entry::hook>,
+      boost::intrusive::compare<EntryLess>, boost::intrusive::constant_time_size<false>>;
+  using Ranges = std::map<std::string, End, std::less<>>;  // disjoint ranges [begin, end)
+
+  ObjectCache(storage::Backend& backend, std::size_t root_size, std::size_t max_bytes,
+              const UncachedPrefixes* uncached);
+
+  std::string_view root() const { return {root_bytes_, root_size_}; }
   bool enabled() const { return max_bytes_ > 0; }
   // The relative form of `key`, if it is one of the object's keys.
   std::optional<std::string> relative(std::string_view key) const;
@@ -125,28 +159,31 @@ class ObjectCache {
                   const std::string& lower, const End& upper);
   void apply_range_delete(std::string_view begin, std::string_view end);
 
-  void remember(const std::string& key, std::optional<std::string> value);
-  void erase_slot(Slots::iterator it);
+  void remember(std::string_view key, std::optional<std::string_view> value);
+  Slots::iterator erase_slot(Slots::iterator it);
+  void touch(Entry& entry);
   void trim();
 
   // ---- complete ranges (whole_: the object itself, without a node) ----
-  bool in_complete(const std::string& key) const;
+  bool in_complete(std::string_view key) const;
   bool covered(const std::string& lower, const End& upper) const;
   void add_complete(std::string lower, End upper);
   // Drops the complete range holding `key`, if any.
-  void drop_complete_at(const std::string& key);
+  void drop_complete_at(std::string_view key);
   void drop_all_complete();
 
   storage::Backend& backend_;
-  std::string root_;
+  const UncachedPrefixes* uncached_;  // relative to root()
   std::size_t max_bytes_;
-  const UncachedPrefixes* uncached_;  // relative to root_
   std::size_t bytes_ = 0;
-  std::uint64_t clock_ = 0;  // stamps Slot::used
+  std::uint32_t clock_ = 0;  // stamps Entry::used
+  std::uint32_t count_ = 0;  // entries in slots_
+  std::uint32_t root_size_;
   bool prefetched_ = false;
   bool whole_ = false;  // every key of the object is known
   Slots slots_;
-  std::map<std::string, End> complete_;  // disjoint ranges [begin, end), when not whole_
+  std::unique_ptr<Ranges> complete_;  // when not whole_; made at the first range
+  char root_bytes_[];                 // root_size_ bytes, allocated with the object
 };
 
 }  // namespace dorm

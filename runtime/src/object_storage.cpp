@@ -35,7 +35,7 @@ TurnScratch& ObjectStorage::turn() {
 }
 
 TurnBatch& ObjectStorage::reading() {
-  if (!cache_) cache_ = std::make_unique<ObjectCache>(backend_, root(), cache_bytes_, uncached_);
+  if (!cache_) cache_ = ObjectCache::make(backend_, root(), cache_bytes_, uncached_);
   auto& batch = turn().batch;
   batch.bind(cache_.get());
   return batch;

@@ -247,7 +247,8 @@ TEST_CASE("storage cache: keys under an uncached prefix are read from the store 
 TEST_CASE("storage cache: writes under an uncached prefix leave the cache's size unchanged") {
   storage::MemoryBackend backend;
   const dorm::UncachedPrefixes uncached({"e/"});
-  ObjectCache cache(backend, "o/", 1024 * 1024, &uncached);
+  auto cache_ptr = ObjectCache::make(backend, "o/", 1024 * 1024, &uncached);
+  auto& cache = *cache_ptr;
   storage::WriteBatch first;
   first.put("o/k", "v");
   REQUIRE(backend.commit(first).ok());

@@ -42,8 +42,8 @@ std::size_t cache_bytes() {
 TEST_CASE("turn batch: reads see the turn's own puts, deletes and range deletes") {
   MemoryBackend backend;
   store(backend, {{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}});
-  ObjectCache committed(backend, "", cache_bytes());
-  TurnBatch t(committed);
+  auto committed = ObjectCache::make(backend, "", cache_bytes());
+  TurnBatch t(*committed);
   t.put("a", "10");
   t.del("b");
   t.delete_range("c", "e");
@@ -64,8 +64,8 @@ TEST_CASE("turn batch: limited and reverse scans merge overlay and storage in or
   WriteBatch w;
   for (int i = 0; i < 200; ++i) w.put(dorm::testing::numbered("k", 1000 + i), "s");
   REQUIRE(backend.commit(w).ok());
-  ObjectCache committed(backend, "", cache_bytes());
-  TurnBatch t(committed);
+  auto committed = ObjectCache::make(backend, "", cache_bytes());
+  TurnBatch t(*committed);
   // Delete the first 100 stored keys, add a few new ones in between.
   t.delete_range("k1000", "k1100");
   t.put("k1050x", "t");
@@ -111,8 +111,8 @@ TEST_CASE("turn batch: the commit writes each key once, and nothing for a key wr
   MemoryBackend backend;
   store(backend, {{"a", "1"}});
   const bool cached = cache_bytes() > 0;
-  ObjectCache committed(backend, "", cached ? 1024 * 1024 : 0);
-  TurnBatch t(committed);
+  auto committed = ObjectCache::make(backend, "", cached ? 1024 * 1024 : 0);
+  TurnBatch t(*committed);
   REQUIRE(t.get("x")->has_value() == false);  // the cache now knows the whole (small) store
   t.put("k", "1");
   t.put("k", "2");
@@ -131,7 +131,7 @@ TEST_CASE("turn batch: the commit writes each key once, and nothing for a key wr
           std::vector<std::string>{"range m..n", "del a", "del j", "put k=2", "del x"});
   }
   REQUIRE(backend.commit(t.writes()).ok());
-  committed.apply(t.writes());  // as ObjectStorage::commit does
+  committed->apply(t.writes());  // as ObjectStorage::commit does
   CHECK(keys(*backend.scan(ScanOptions{})) == std::vector<std::string>{"k=2"});
 
   // A turn whose writes all cancel out leaves nothing to commit (when that is known).
