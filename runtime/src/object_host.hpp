@@ -102,8 +102,9 @@ class ObjectHost : public caf::event_based_actor {
   trace::Span start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                          std::vector<trace::SpanLink> links = {});
   bool in_turn() const { return in_turn_; }
-  // Host messages other than an Envelope (see make_behavior).
-  caf::result<caf::message> handle_other(caf::message_view& msg);
+  // Every message of a running host (see start_running).
+  caf::result<caf::message> handle_message(caf::message_view& msg);
+  static const caf::behavior& running_behavior();
 
   // What few activations use, made at first use: continuations of requests and timers,
   // adopted helper actors, a trace context.
