@@ -53,11 +53,11 @@ detail::Activation* Runtime::Impl::spawn_locked(detail::Directory::Shard& shard,
     reason = StartReason::wake;
   }
   Epoch epoch{generation, activation_counter.fetch_add(1) + 1};
-  auto act = std::make_shared<detail::Activation>(id, hash);
+  detail::ActivationRef act(new detail::Activation(id, hash));
   // Spawned under the shard lock: a second sender for the same id finds this activation,
   // never a second one. Its messages queue until on_start has run.
-  act->actor = system->spawn<detail::ObjectHost>(this, act, std::move(object), reason, epoch,
-                                                 ns->options, &ns->cache_uncached, cause);
+  act->actor = system->spawn<detail::ObjectHost>(act, std::move(object), reason, epoch,
+                                                 *ns->object_settings, cause);
   auto* raw = act.get();
   if (options.resident_budget > 0) lru.push_front(raw);
   shard.live.insert(std::move(act));
@@ -215,14 +215,14 @@ void Runtime::Impl::end(detail::Activation* act, StartReason next, EndCause caus
   for (auto& v : victims) caf::anon_send(v, detail::StopRequest{StopReason::budget});
 }
 
-std::vector<std::shared_ptr<detail::Activation>> Runtime::Impl::stop_admitting() {
-  std::vector<std::shared_ptr<detail::Activation>> all;
+std::vector<detail::ActivationRef> Runtime::Impl::stop_admitting() {
+  std::vector<detail::ActivationRef> all;
   stopping.store(true);
   auto wide = wide_lock();
   directory.for_each_shard([&](detail::Directory::Shard& shard) {
     std::lock_guard lock(shard.mutex);
     shard.live.for_each(
-        [&](const std::shared_ptr<detail::Activation>& act) { all.push_back(act); });
+        [&](detail::Activation* act) { all.emplace_back(act); });
   });
   return all;
 }

@@ -1,5 +1,6 @@
 #include "directory.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -15,27 +16,42 @@ std::uint64_t Directory::hash(const ObjectId& id) {
   return h ^ (h >> 29);
 }
 
+void intrusive_ptr_add_ref(const Activation* act) noexcept {
+  act->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void intrusive_ptr_release(const Activation* act) noexcept {
+  if (act->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete act;
+}
+
 // ---- ActivationTable ----
 
 Activation* ActivationTable::find(std::uint64_t hash, const ObjectId& id) const {
   if (size_ == 0) return nullptr;
   const std::size_t mask = slots_.size() - 1;
+  const std::uintptr_t want = tag(hash);
   for (std::size_t i = home(hash);; i = (i + 1) & mask) {
-    const Slot& slot = slots_[i];
-    if (!slot.act) return nullptr;
-    if (slot.hash == hash && slot.act->id == id) return slot.act.get();
+    const std::uintptr_t slot = slots_[i];
+    if (!slot) return nullptr;
+    if (tagged_ && (slot & ~kAddressMask) != want) continue;
+    Activation* act = address(slot);
+    if (act->hash == hash && act->id == id) return act;
   }
 }
 
-void ActivationTable::insert(std::shared_ptr<Activation> act) {
+void ActivationTable::insert(ActivationRef act) {
+  if (tagged_ && (reinterpret_cast<std::uintptr_t>(act.get()) & ~kAddressMask) != 0) untag();
   // Load factor at most 3/4: probes stay short.
   if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+  place(act.detach());  // the table's reference
+  ++size_;
+}
+
+void ActivationTable::place(Activation* act) {
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = home(act->hash);
-  while (slots_[i].act) i = (i + 1) & mask;
-  slots_[i].hash = act->hash;
-  slots_[i].act = std::move(act);
-  ++size_;
+  while (slots_[i]) i = (i + 1) & mask;
+  slots_[i] = reinterpret_cast<std::uintptr_t>(act) | tag(act->hash);
 }
 
 bool ActivationTable::erase(const Activation* act) {
@@ -43,34 +59,46 @@ bool ActivationTable::erase(const Activation* act) {
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = home(act->hash);
   for (;; i = (i + 1) & mask) {
-    if (!slots_[i].act) return false;
-    if (slots_[i].act.get() == act) break;
+    if (!slots_[i]) return false;
+    if (address(slots_[i]) == act) break;
   }
   // Backward shift: each later entry of the run moves into the hole unless its home lies
   // cyclically after the hole (then it is already where a probe from its home finds it).
   std::size_t hole = i;
-  for (std::size_t j = (hole + 1) & mask; slots_[j].act; j = (j + 1) & mask) {
-    std::size_t h = home(slots_[j].hash);
+  for (std::size_t j = (hole + 1) & mask; slots_[j]; j = (j + 1) & mask) {
+    std::size_t h = home(address(slots_[j])->hash);
     bool stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
     if (stays) continue;
-    slots_[hole] = std::move(slots_[j]);
+    slots_[hole] = slots_[j];
     hole = j;
   }
-  slots_[hole] = Slot{};
+  slots_[hole] = 0;
   --size_;
+  intrusive_ptr_release(act);  // the table's reference
   return true;
 }
 
 void ActivationTable::grow() {
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
-  size_ = 0;
-  for (auto& slot : old) {
-    if (slot.act) insert(std::move(slot.act));
+  std::vector<std::uintptr_t> old = std::move(slots_);
+  slots_.assign(old.empty() ? 16 : old.size() * 2, 0);
+  for (auto slot : old) {
+    if (slot) place(address(slot));
   }
 }
 
+void ActivationTable::untag() {
+  std::vector<Activation*> all;
+  all.reserve(size_);
+  for_each([&](Activation* act) { all.push_back(act); });
+  tagged_ = false;
+  std::fill(slots_.begin(), slots_.end(), 0);
+  for (auto* act : all) place(act);
+}
+
 void ActivationTable::clear() {
+  for (auto slot : slots_) {
+    if (slot) intrusive_ptr_release(address(slot));
+  }
   slots_.clear();
   size_ = 0;
 }

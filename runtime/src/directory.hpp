@@ -34,7 +34,7 @@
 namespace dorm::detail {
 
 // One live activation as the directory knows it. Held by the directory, the host actor
-// (until it exits) and any Lease of it.
+// (until it exits) and any Lease of it, through ActivationRef (counted in `refs`).
 struct Activation {
   Activation(ObjectId i, std::uint64_t h) : id(std::move(i)), hash(h) {}
 
@@ -46,6 +46,7 @@ struct Activation {
   std::atomic<std::uint32_t> accepted{0};
   std::atomic<std::uint32_t> leases{0};  // keep_alive() leases held
   bool stopping = false;  // guarded by the shard lock: new messages are parked, not sent
+  mutable std::atomic<std::uint32_t> refs{0};  // ActivationRefs to it
   const ObjectId id;      // the runtime's one copy of the id: host and storage refer to it
   const std::uint64_t hash;  // Directory::hash(id)
   // Guarded by the shard lock: messages for the next activation, in arrival order (made
@@ -58,32 +59,53 @@ struct Activation {
 
 // Open addressing with linear probing, keyed by (hash, id); deletion shifts entries back,
 // so there are no tombstones. Not thread-safe: its shard's lock guards it.
+//
+// A slot is one word: the activation's address with 16 bits of its hash in the address's
+// unused top bits (user-space addresses on Linux's x86-64 and arm64 fit in 48 bits), so a
+// probe passes over other ids without reading their activations, and 100,000 resident
+// objects cost 8 bytes per slot rather than 24 (docs/benchmarks.md, resident memory). An
+// address that does not fit turns tagging off for the table: probes then compare hashes
+// in the activations.
 class ActivationTable {
  public:
+  ActivationTable() = default;
+  // `tag_addresses` false: never tag (what a table does after meeting a wide address).
+  explicit ActivationTable(bool tag_addresses) : tagged_(tag_addresses) {}
+  ActivationTable(const ActivationTable&) = delete;
+  ActivationTable& operator=(const ActivationTable&) = delete;
+  ~ActivationTable() { clear(); }
+
   Activation* find(std::uint64_t hash, const ObjectId& id) const;
-  // `act`'s id must not be in the table.
-  void insert(std::shared_ptr<Activation> act);
+  // `act`'s id must not be in the table. The table holds a reference to it.
+  void insert(ActivationRef act);
   // Removes `act` if it is the entry of its id; returns whether it was.
   bool erase(const Activation* act);
   std::size_t size() const { return size_; }
   template <class F>
   void for_each(F&& f) const {
-    for (const auto& slot : slots_) {
-      if (slot.act) f(slot.act);
+    for (auto slot : slots_) {
+      if (slot) f(address(slot));
     }
   }
   void clear();
 
  private:
-  struct Slot {
-    std::uint64_t hash = 0;
-    std::shared_ptr<Activation> act;  // null: empty
-  };
+  static constexpr unsigned kTagShift = 48;
+  static constexpr std::uintptr_t kAddressMask = (std::uintptr_t{1} << kTagShift) - 1;
+  std::uintptr_t tag(std::uint64_t hash) const {
+    return tagged_ ? static_cast<std::uintptr_t>((hash >> 32) & 0xffff) << kTagShift : 0;
+  }
+  Activation* address(std::uintptr_t slot) const {
+    return reinterpret_cast<Activation*>(tagged_ ? slot & kAddressMask : slot);
+  }
   std::size_t home(std::uint64_t hash) const { return hash & (slots_.size() - 1); }
+  void place(Activation* act);  // no reference taken, no growth
   void grow();
+  void untag();
 
-  std::vector<Slot> slots_;
+  std::vector<std::uintptr_t> slots_;  // 0: empty
   std::size_t size_ = 0;
+  bool tagged_ = true;
 };
 
 // Activations in least recently used order (budget only); links live in Activation.

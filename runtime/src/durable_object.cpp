@@ -107,7 +107,7 @@ Result<void> DurableObject::index_del(std::string_view index, std::string_view k
   return with_storage(host_, [&](detail::ObjectStorage& s) { return s.index_del(index, key); });
 }
 
-Lease::Lease(std::shared_ptr<detail::Activation> activation) : activation_(std::move(activation)) {
+Lease::Lease(detail::ActivationRef activation) : activation_(std::move(activation)) {
   activation_->leases.fetch_add(1);
 }
 

@@ -80,7 +80,7 @@ void Runtime::hand_over() {
   std::vector<caf::actor> hosts;
   impl.directory.for_each_shard([&](detail::Directory::Shard& shard) {
     std::lock_guard lock(shard.mutex);
-    shard.live.for_each([&](const std::shared_ptr<detail::Activation>& act) {
+    shard.live.for_each([&](const detail::Activation* act) {
       if (!act->stopping) hosts.push_back(act->actor);
     });
   });

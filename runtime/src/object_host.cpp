@@ -21,20 +21,15 @@ std::chrono::nanoseconds coarse_now() {
 
 }  // namespace
 
-ObjectHost::ObjectHost(caf::actor_config& cfg, Runtime::Impl* impl,
-                       std::shared_ptr<Activation> activation,
+ObjectHost::ObjectHost(caf::actor_config& cfg, ActivationRef activation,
                        std::unique_ptr<DurableObject> object, StartReason reason, Epoch epoch,
-                       const NamespaceOptions& ns_options,
-                       const UncachedPrefixes* cache_uncached,
+                       const ObjectSettings& settings,
                        std::optional<trace::TraceContext> cause)
     : caf::event_based_actor(cfg),
-      impl_(impl),
       activation_(std::move(activation)),
       object_(std::move(object)),
-      storage_(impl->backend, impl->options.limits, activation_->id, epoch,
-               ns_options.storage_cache_bytes, cache_uncached),
-      idle_timeout_(ns_options.idle_timeout),
-      start_reason_(reason) {
+      storage_(settings, activation_->id, epoch),
+      start_reason_(static_cast<std::uint8_t>(reason)) {
   if (cause) extras().trace = std::move(cause);
   object_->host_ = this;
 }
@@ -69,10 +64,10 @@ caf::error ObjectHost::run_turn(const char* what, Body&& body) {
     failure = finish_turn();
   } else {
     storage_.discard();
-    outbox_.clear();
+    outbox_.reset();
   }
   in_turn_ = false;
-  impl_->turn_latency.record(std::chrono::steady_clock::now() - started);
+  impl()->turn_latency.record(std::chrono::steady_clock::now() - started);
   return failure;
 }
 
@@ -97,31 +92,31 @@ void ObjectHost::on_exit() {
 
 caf::behavior ObjectHost::make_behavior() {
   // Scale-out: the object's lease first. Held elsewhere, nothing runs here.
-  if (impl_->leases) return claim_lease(std::nullopt);
+  if (impl()->leases) return claim_lease(std::nullopt);
   return start_running();
 }
 
 caf::behavior ObjectHost::claim_lease(std::optional<std::int64_t> wait_until) {
-  auto taken = impl_->take_lease(*activation_, address());
+  auto taken = impl()->take_lease(*activation_, address());
   if (auto* failure = std::get_if<caf::error>(&taken)) return refuse(*failure);
   if (auto* holder = std::get_if<storage::LeaseHolder>(&taken)) {
     // A holder that stopped announcing itself (or that could not be reached) is presumed
     // dead: its lease runs out soon, and this activation takes the object over then.
     // Messages wait in the mailbox meanwhile.
-    const std::int64_t now = impl_->clock->now_ms();
+    const std::int64_t now = impl()->clock->now_ms();
     if (!wait_until) {
-      if (auto wait = impl_->wait_out(*holder)) wait_until = now + wait->count();
+      if (auto wait = impl()->wait_out(*holder)) wait_until = now + wait->count();
     }
     if (!wait_until || now >= *wait_until) {
       return refuse(make_not_owner(OwnerInfo{holder->node, holder->address, holder->expires_ms}));
     }
-    const auto step = std::min<std::int64_t>(*wait_until - now, impl_->options.node.renew_every.count());
+    const auto step = std::min<std::int64_t>(*wait_until - now, impl()->options.node.renew_every.count());
     set_default_handler(caf::skip);
     delayed_send(this, std::chrono::milliseconds(std::max<std::int64_t>(step, 1)), LeaseRetry{});
     return {[this, wait_until](LeaseRetry) { become(claim_lease(wait_until)); }};
   }
   const auto token = std::get<std::uint64_t>(taken);
-  storage_.hold_lease(token, impl_->leased_generation(token));
+  storage_.hold_lease(token, impl()->leased_generation(token));
   return start_running();
 }
 
@@ -129,10 +124,10 @@ caf::behavior ObjectHost::start_running() {
   // on_start completes before any message is handled: messages sent meanwhile wait in the
   // mailbox, in send order.
   auto span = start_span(trace::kActivationSpan, trace());
-  span.set_attribute(trace::attr::kStartReason, std::string(to_string(start_reason_)));
+  span.set_attribute(trace::attr::kStartReason, std::string(to_string(start_reason())));
   // Before on_start: spans the object starts there are children of the activation's.
   if (span.recording()) extras().trace = span.context();
-  auto failure = run_turn("on_start", [&] { object_->on_start(start_reason_); });
+  auto failure = run_turn("on_start", [&] { object_->on_start(start_reason()); });
   if (failure) {
     span.record_exception("dorm.StartFailed", describe(failure));
     span.end();
@@ -166,7 +161,7 @@ caf::behavior ObjectHost::refuse(const caf::error& why) {
   // asks for the lease again); those already in the mailbox are answered with `why`, and
   // the stop request queued behind them ends the actor.
   phase_ = Phase::stopping;
-  impl_->end(activation_.get(), start_reason_, Runtime::Impl::EndCause::elsewhere, false);
+  impl()->end(activation_.get(), start_reason(), Runtime::Impl::EndCause::elsewhere, false);
   caf::anon_send(this, StopRequest{StopReason::idle});
   // Whatever else reached it (a hand-over, a lease retry) has nothing left to act on; a
   // wait's skip handler, still set, would keep it queued.
@@ -207,7 +202,7 @@ caf::result<caf::message> ObjectHost::handle_message(caf::message_view& view) {
 }
 
 void ObjectHost::handle(Envelope& env) {
-  if (impl_->crashed.load()) {
+  if (impl()->crashed.load()) {
     // The runtime died with this message inside: it was never handled.
     if (env.reply) env.reply->deliver(make_error(RuntimeErrc::node_restarting));
     return;
@@ -240,7 +235,7 @@ void ObjectHost::handle(Envelope& env) {
   if (env.reply) env.reply->deliver(std::move(*result));
   touch();
   auto took = coarse_now() - started;
-  if (took >= impl_->options.slow_turn) {
+  if (took >= impl()->options.slow_turn) {
     log::warn("slow_turn",
               {{"ns", id().ns()},
                {"id", id().to_string()},
@@ -256,7 +251,7 @@ void ObjectHost::adopted_down(const caf::down_msg& down) {
   if (it == adopted.end()) return;
   auto on_down = std::move(it->second);
   adopted.erase(it);
-  if (impl_->crashed.load() || resetting_ || phase_ != Phase::running || !on_down) return;
+  if (impl()->crashed.load() || resetting_ || phase_ != Phase::running || !on_down) return;
   if (auto failure = run_turn("adopted actor down", [&] { on_down(); })) {
     reset(failure);
     return;
@@ -265,7 +260,7 @@ void ObjectHost::adopted_down(const caf::down_msg& down) {
 }
 
 void ObjectHost::run_continuation(ContinuationReply& reply) {
-  if (impl_->crashed.load()) return;
+  if (impl()->crashed.load()) return;
   if (!extras_) return;
   auto& continuations = extras_->continuations;
   auto it = continuations.find(reply.id);
@@ -280,7 +275,7 @@ void ObjectHost::run_continuation(ContinuationReply& reply) {
 }
 
 void ObjectHost::run_posted(PostedTurn& posted) {
-  if (impl_->crashed.load() || resetting_ || phase_ != Phase::running || !posted.fn) return;
+  if (impl()->crashed.load() || resetting_ || phase_ != Phase::running || !posted.fn) return;
   auto fn = std::move(posted.fn);
   if (auto failure = run_turn("posted", [&] { fn(); })) {
     reset(failure);
@@ -293,7 +288,7 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
   std::vector<trace::SpanLink> links;
   if (auto activation = trace()) links.push_back({*activation, {}});
   auto span = start_span(trace::kAlarmSpan, env.trace, std::move(links));
-  auto now = impl_->clock->now_ms();
+  auto now = impl()->clock->now_ms();
   span.set_attribute(trace::attr::kAlarmName, invocation.name);
   span.set_attribute(trace::attr::kAlarmAttempt, std::int64_t{invocation.attempt});
   span.set_attribute(trace::attr::kAlarmScheduledMs, invocation.scheduled_ms);
@@ -332,25 +327,25 @@ void ObjectHost::run_alarm(Envelope& env, const AlarmInvocation& invocation) {
 
 void ObjectHost::touch() {
   // Only an idle timeout needs the time (a clock read per turn otherwise).
-  if (idle_timeout_.count() > 0) last_activity_ms_ = impl_->clock->now_ms();
-  if (std::exchange(dispose_requested_, false) && impl_->try_begin_dispose(activation_.get())) {
+  if (idle_timeout().count() > 0) last_activity_ms_ = impl()->clock->now_ms();
+  if (std::exchange(dispose_requested_, false) && impl()->try_begin_dispose(activation_.get())) {
     stop(StopReason::idle, remember_on_dispose_);
     return;
   }
   // Runtime::hand_over: the turn that made it busy is over; its lease goes to the next node.
-  if (impl_->handing_over.load(std::memory_order_relaxed) && impl_->try_begin_stop(activation_.get())) {
+  if (impl()->handing_over.load(std::memory_order_relaxed) && impl()->try_begin_stop(activation_.get())) {
     stop(StopReason::drain);
     return;
   }
-  if (idle_timeout_.count() > 0 && !idle_check_pending_) {
+  if (idle_timeout().count() > 0 && !idle_check_pending_) {
     idle_check_pending_ = true;
-    delayed_send(this, idle_timeout_, IdleCheck{});
+    delayed_send(this, idle_timeout(), IdleCheck{});
   }
 }
 
 void ObjectHost::hand_over() {
   if (phase_ != Phase::running || resetting_) return;
-  if (impl_->try_begin_stop(activation_.get())) {
+  if (impl()->try_begin_stop(activation_.get())) {
     stop(StopReason::drain);
     return;
   }
@@ -362,14 +357,14 @@ void ObjectHost::hand_over() {
 void ObjectHost::idle_check() {
   idle_check_pending_ = false;
   if (phase_ != Phase::running || resetting_) return;
-  auto idle = std::chrono::milliseconds(impl_->clock->now_ms() - last_activity_ms_);
-  if (idle >= idle_timeout_ && impl_->try_begin_stop(activation_.get())) {
+  auto idle = std::chrono::milliseconds(impl()->clock->now_ms() - last_activity_ms_);
+  if (idle >= idle_timeout() && impl()->try_begin_stop(activation_.get())) {
     stop(StopReason::idle);
     return;
   }
   // Busy, leased, or used since the check was armed: look again later.
   idle_check_pending_ = true;
-  delayed_send(this, idle >= idle_timeout_ ? idle_timeout_ : idle_timeout_ - idle, IdleCheck{});
+  delayed_send(this, idle >= idle_timeout() ? idle_timeout() : idle_timeout() - idle, IdleCheck{});
 }
 
 void ObjectHost::stop(StopReason reason, bool remember) {
@@ -380,7 +375,7 @@ void ObjectHost::stop(StopReason reason, bool remember) {
     log::warn("on_stop_failed",
               {{"ns", id().ns()}, {"id", id().to_string()}, {"error", describe(failure)}});
   }
-  impl_->end(activation_.get(), StartReason::wake, Runtime::Impl::end_cause(reason), remember);
+  impl()->end(activation_.get(), StartReason::wake, Runtime::Impl::end_cause(reason), remember);
   quit();
 }
 
@@ -390,11 +385,11 @@ caf::error ObjectHost::finish_turn() {
         failure->code == ErrorCode::no_space ? RuntimeErrc::no_space : RuntimeErrc::turn_failed,
         failure->describe());
     storage_.discard();
-    outbox_.clear();
+    outbox_.reset();
     return error;
   }
   if (auto committed = commit_storage(); !committed) {
-    outbox_.clear();
+    outbox_.reset();
     if (committed.error().code == ErrorCode::fenced) {
       // The runtime crashed under this turn: to the sender it never happened.
       return make_error(RuntimeErrc::node_restarting, committed.error().message);
@@ -419,12 +414,12 @@ Result<void> ObjectHost::commit_storage() {
   bool fenced = !committed && committed.error().code == ErrorCode::fenced;
   if (committed) {
     for (const auto& change : alarm_changes) {
-      (change.version ? impl_->alarms_set : impl_->alarms_removed)
+      (change.version ? impl()->alarms_set : impl()->alarms_removed)
           .fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (!alarm_changes.empty() && impl_->alarm_scheduler && !fenced) {
-    caf::anon_send(impl_->alarm_scheduler,
+  if (!alarm_changes.empty() && impl()->alarm_scheduler && !fenced) {
+    caf::anon_send(impl()->alarm_scheduler,
                    AlarmChanged{std::move(alarm_changes), static_cast<bool>(committed)});
   }
   return committed;
@@ -432,8 +427,8 @@ Result<void> ObjectHost::commit_storage() {
 
 void ObjectHost::release_outbox() {
   auto out = std::move(outbox_);
-  outbox_.clear();
-  for (auto& o : out) {
+  if (!out) return;
+  for (auto& o : *out) {
     if (o.effect && !o.delay) {
       o.effect();
       continue;
@@ -476,13 +471,13 @@ void ObjectHost::reset(const caf::error& why) {
   span.end();
   // New messages go to a fresh activation from now on; the ones still in this mailbox are
   // dropped with it, and their reply sinks answer object_reset.
-  impl_->end(activation_.get(), StartReason::after_reset, Runtime::Impl::EndCause::reset);
+  impl()->end(activation_.get(), StartReason::after_reset, Runtime::Impl::EndCause::reset);
   quit(why);
 }
 
 trace::Span ObjectHost::start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                                    std::vector<trace::SpanLink> links) {
-  auto* tracer = impl_->options.tracer;
+  auto* tracer = impl()->options.tracer;
   if (!tracer) return {};
   trace::SpanOptions options;
   options.parent = std::move(parent);
@@ -508,7 +503,7 @@ Result<void> ObjectHost::commit_early() {
   if (const auto& failure = storage_.failure()) return *failure;
   auto committed = commit_storage();
   if (!committed) {
-    outbox_.clear();
+    outbox_.reset();
     return storage_.fail_turn(committed.error());
   }
   release_outbox();
@@ -516,17 +511,17 @@ Result<void> ObjectHost::commit_early() {
 }
 
 void ObjectHost::send_message(const ObjectHandle& to, caf::message msg) {
-  outbox_.push_back(Outgoing{to, std::move(msg), {}, {}, std::nullopt});
+  outbox().push_back(Outgoing{to, std::move(msg), {}, {}, std::nullopt});
   if (!in_turn()) release_outbox();
 }
 
 void ObjectHost::after_commit(std::function<void()> effect) {
-  outbox_.push_back(Outgoing{{}, {}, {}, std::move(effect), std::nullopt});
+  outbox().push_back(Outgoing{{}, {}, {}, std::move(effect), std::nullopt});
   if (!in_turn()) release_outbox();
 }
 
 void ObjectHost::after(std::chrono::milliseconds delay, std::function<void()> then) {
-  outbox_.push_back(Outgoing{{}, {}, {}, std::move(then), delay});
+  outbox().push_back(Outgoing{{}, {}, {}, std::move(then), delay});
   if (!in_turn()) release_outbox();
 }
 
@@ -538,7 +533,7 @@ void ObjectHost::adopt(const caf::actor& actor, std::function<void()> on_down) {
 
 void ObjectHost::request_message(const ObjectHandle& to, caf::message msg,
                                  DurableObject::Continuation then) {
-  outbox_.push_back(Outgoing{to, std::move(msg), std::move(then), {}, std::nullopt});
+  outbox().push_back(Outgoing{to, std::move(msg), std::move(then), {}, std::nullopt});
   if (!in_turn()) release_outbox();
 }
 

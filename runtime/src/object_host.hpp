@@ -20,10 +20,8 @@ namespace dorm::detail {
 
 class ObjectHost : public caf::event_based_actor {
  public:
-  ObjectHost(caf::actor_config& cfg, Runtime::Impl* impl,
-             std::shared_ptr<Activation> activation, std::unique_ptr<DurableObject> object,
-             StartReason reason, Epoch epoch, const NamespaceOptions& ns_options,
-             const UncachedPrefixes* cache_uncached,
+  ObjectHost(caf::actor_config& cfg, ActivationRef activation, std::unique_ptr<DurableObject> object,
+             StartReason reason, Epoch epoch, const ObjectSettings& settings,
              std::optional<trace::TraceContext> cause);
   ~ObjectHost() override;
 
@@ -38,7 +36,7 @@ class ObjectHost : public caf::event_based_actor {
   // could not be part of any commit.
   Result<ObjectStorage*> storage();
   Result<void> commit_early();
-  Result<void> check_storage_space() const { return impl_->backend.check_space(); }
+  Result<void> check_storage_space() const { return impl()->backend.check_space(); }
   void send_message(const ObjectHandle& to, caf::message msg);
   Lease keep_alive() { return Lease(activation_); }
   void request_dispose(bool remember) {
@@ -49,14 +47,14 @@ class ObjectHost : public caf::event_based_actor {
                        DurableObject::Continuation then);
   void after_commit(std::function<void()> effect);
   void after(std::chrono::milliseconds delay, std::function<void()> then);
-  Inbox inbox() const { return Inbox(impl_->posts, address()); }
+  Inbox inbox() const { return Inbox(impl()->posts, address()); }
   void adopt(const caf::actor& actor, std::function<void()> on_down);
 
   // The directory's copy (valid until on_exit, after which no turn runs).
   const ObjectId& id() const { return activation_->id; }
   Epoch epoch() const { return storage_.epoch(); }
-  Runtime& runtime() const { return *impl_->self; }
-  const Clock& clock() const { return *impl_->clock; }
+  Runtime& runtime() const { return *impl()->self; }
+  const Clock& clock() const { return *impl()->clock; }
   // A span under this activation's span (see DurableObject::start_span).
   trace::Span start_child_span(std::string_view name) { return start_span(name, trace()); }
 
@@ -102,6 +100,9 @@ class ObjectHost : public caf::event_based_actor {
   trace::Span start_span(std::string_view name, std::optional<trace::TraceContext> parent,
                          std::vector<trace::SpanLink> links = {});
   bool in_turn() const { return in_turn_; }
+  std::chrono::milliseconds idle_timeout() const { return storage_.settings().idle_timeout; }
+  Runtime::Impl* impl() const { return storage_.settings().runtime; }
+  StartReason start_reason() const { return static_cast<StartReason>(start_reason_); }
   // Every message of a running host (see start_running).
   caf::result<caf::message> handle_message(caf::message_view& msg);
   static const caf::behavior& running_behavior();
@@ -126,8 +127,7 @@ class ObjectHost : public caf::event_based_actor {
   // Every resident object carries these members, so they are kept few and small: the
   // id lives in the Activation, the epoch in the storage, the turn's batch and scratch
   // state only during a turn (TurnScratch), what few objects use in Extras.
-  Runtime::Impl* impl_;
-  std::shared_ptr<Activation> activation_;
+  ActivationRef activation_;
   std::unique_ptr<DurableObject> object_;
   caf::behavior handlers_;
   ObjectStorage storage_;  // the turn's batch, limits, alarm records, index writes
@@ -140,11 +140,15 @@ class ObjectHost : public caf::event_based_actor {
     std::function<void()> effect;      // set: not a message
     std::optional<std::chrono::milliseconds> delay;  // set: `effect` is a timer
   };
-  std::vector<Outgoing> outbox_;
+  // Made by a turn's first send, released (and freed) when the turn commits.
+  std::unique_ptr<std::vector<Outgoing>> outbox_;
+  std::vector<Outgoing>& outbox() {
+    if (!outbox_) outbox_ = std::make_unique<std::vector<Outgoing>>();
+    return *outbox_;
+  }
   std::unique_ptr<Extras> extras_;
-  std::chrono::milliseconds idle_timeout_;
   std::int64_t last_activity_ms_ = 0;
-  StartReason start_reason_;
+  std::uint8_t start_reason_;  // a StartReason, in a byte beside the flags
   Phase phase_ = Phase::starting;
   bool resetting_ = false;
   bool dispose_requested_ = false;  // DurableObject::dispose() in the current turn

@@ -1,5 +1,6 @@
 #include "object_storage.hpp"
 
+#include <atomic>
 #include <utility>
 
 #include "dorm/runtime/keys.hpp"
@@ -9,6 +10,15 @@ namespace {
 
 const std::optional<Error> kNoFailure;
 
+// The last part of an alarm's version: the epoch already names the activation, and a
+// number no other set_alarm of this process had makes each of its versions distinct
+// (versions are only compared for equality). Process-wide rather than per object: one
+// counter fewer in every resident object.
+std::uint64_t next_alarm_sequence() {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
   return Error{ErrorCode::limit_exceeded, std::string(what) + " of " + std::to_string(size) +
                                               " bytes exceeds the limit of " +
@@ -17,15 +27,8 @@ Error limit_error(std::string_view what, std::size_t size, std::size_t limit) {
 
 }  // namespace
 
-ObjectStorage::ObjectStorage(storage::Backend& backend, const StorageLimits& limits,
-                             const ObjectId& id, Epoch epoch, std::size_t cache_bytes,
-                             const UncachedPrefixes* uncached)
-    : backend_(backend),
-      limits_(limits),
-      id_(id),
-      epoch_(epoch),
-      cache_bytes_(cache_bytes),
-      uncached_(uncached) {}
+ObjectStorage::ObjectStorage(const ObjectSettings& settings, const ObjectId& id, Epoch epoch)
+    : settings_(settings), id_(id), epoch_(epoch) {}
 
 ObjectStorage::~ObjectStorage() { end_turn(); }
 
@@ -35,7 +38,9 @@ TurnScratch& ObjectStorage::turn() {
 }
 
 TurnBatch& ObjectStorage::reading() {
-  if (!cache_) cache_ = ObjectCache::make(backend_, root(), cache_bytes_, uncached_);
+  if (!cache_) {
+    cache_ = ObjectCache::make(settings_.backend, root(), settings_.cache_bytes, settings_.uncached);
+  }
   auto& batch = turn().batch;
   batch.bind(cache_.get());
   return batch;
@@ -70,22 +75,22 @@ Result<void> ObjectStorage::check_write(std::size_t key_bytes, std::size_t value
   // much gets an error result; its session is not reset). The batch's totals are the
   // turn's own: over them, the turn cannot commit as a whole, so it fails
   // (docs/architecture.md#errors).
-  if (key_bytes > limits_.max_key_bytes) return limit_error("key", key_bytes, limits_.max_key_bytes);
-  if (value_bytes > limits_.max_value_bytes) {
-    return limit_error("value", value_bytes, limits_.max_value_bytes);
+  if (key_bytes > settings_.limits.max_key_bytes) return limit_error("key", key_bytes, settings_.limits.max_key_bytes);
+  if (value_bytes > settings_.limits.max_value_bytes) {
+    return limit_error("value", value_bytes, settings_.limits.max_value_bytes);
   }
   auto& batch = writing();
-  if (batch.entries() + 1 > limits_.max_batch_entries) {
+  if (batch.entries() + 1 > settings_.limits.max_batch_entries) {
     return fail_turn(Error{ErrorCode::limit_exceeded,
                            "turn batch of " + std::to_string(batch.entries() + 1) +
                                " entries exceeds the limit of " +
-                               std::to_string(limits_.max_batch_entries) + " entries"});
+                               std::to_string(settings_.limits.max_batch_entries) + " entries"});
   }
   // The data prefix: the namespace, the 16-byte body and three separator bytes.
   std::size_t bytes = batch.bytes() + id_.ns().size() + ObjectId::kBodyBytes + 3 + key_bytes +
                       value_bytes;
-  if (bytes > limits_.max_batch_bytes) {
-    return fail_turn(limit_error("turn batch", bytes, limits_.max_batch_bytes));
+  if (bytes > settings_.limits.max_batch_bytes) {
+    return fail_turn(limit_error("turn batch", bytes, settings_.limits.max_batch_bytes));
   }
   return {};
 }
@@ -100,7 +105,7 @@ Result<void> ObjectStorage::check_index(std::string_view index) {
 // ---- the object's own keys ----
 
 Result<std::optional<std::string>> ObjectStorage::get(std::string_view key) {
-  if (key.size() > limits_.max_key_bytes) return limit_error("key", key.size(), limits_.max_key_bytes);
+  if (key.size() > settings_.limits.max_key_bytes) return limit_error("key", key.size(), settings_.limits.max_key_bytes);
   return reading().get(full_key(key));
 }
 
@@ -204,7 +209,7 @@ Result<void> ObjectStorage::set_alarm(std::string_view name, std::int64_t due_ms
   if (*existing) remove_alarm(name, **existing);
   AlarmRecord record{due_ms, std::to_string(epoch_.generation) + "." +
                                  std::to_string(epoch_.activation) + "." +
-                                 std::to_string(++alarm_sequence_)};
+                                 std::to_string(next_alarm_sequence())};
   std::string index_key = alarm_index_key(name, due_ms);
   auto& batch = writing();
   batch.put(alarm_key(name), encode_record(record));
@@ -253,8 +258,8 @@ Result<void> ObjectStorage::commit() {
   const auto& writes = writing().writes();
   Result<void> committed;
   if (!writes.empty()) {
-    committed = lease_token_ ? backend_.commit_leased(writes, root(), lease_token_)
-                             : backend_.commit(writes);
+    committed = lease_token_ ? settings_.backend.commit_leased(writes, root(), lease_token_)
+                             : settings_.backend.commit(writes);
     // Applied, the batch is what the store holds now. Failed, it may still have been
     // applied (a lost acknowledgement): what the store holds is unknown, so the cache
     // forgets all. (No cache yet: there is nothing to keep in step.)

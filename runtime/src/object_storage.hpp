@@ -21,6 +21,7 @@
 // Single-threaded, like the actor that owns it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,15 +43,23 @@
 
 namespace dorm::detail {
 
+// What every object of a namespace shares, held once per namespace (a resident object
+// keeps one pointer to it rather than a copy of each field).
+struct ObjectSettings {
+  Runtime::Impl* runtime;  // null where a test drives an ObjectStorage alone
+  storage::Backend& backend;
+  const StorageLimits& limits;
+  std::size_t cache_bytes;  // the bound of each object's cache (0: none, reads go to backend)
+  // The cache's uncached prefixes, relative to the object's prefix (null: none).
+  const UncachedPrefixes* uncached = nullptr;
+  std::chrono::milliseconds idle_timeout{0};  // the runtime's idle eviction (0: off)
+};
+
 class ObjectStorage {
  public:
-  // `cache_bytes`: the bound of the object's cache (0: none, every read goes to `backend`).
-  // `id` must outlive this (the host passes its Activation's).
-  // `uncached`: the cache's uncached prefixes, relative to the object's prefix (they must
-  // outlive this; null: none).
-  ObjectStorage(storage::Backend& backend, const StorageLimits& limits, const ObjectId& id,
-                Epoch epoch, std::size_t cache_bytes,
-                const UncachedPrefixes* uncached = nullptr);
+  // `settings` and `id` must outlive this (the host passes its namespace's and its
+  // Activation's).
+  ObjectStorage(const ObjectSettings& settings, const ObjectId& id, Epoch epoch);
   ~ObjectStorage();
   ObjectStorage(const ObjectStorage&) = delete;
   ObjectStorage& operator=(const ObjectStorage&) = delete;
@@ -103,6 +112,7 @@ class ObjectStorage {
   std::vector<AlarmIndexChange> take_alarm_changes();
   // The activation's epoch (alarm versions carry it).
   Epoch epoch() const { return epoch_; }
+  const ObjectSettings& settings() const { return settings_; }
   // Scale-out: the activation holds its object's lease `token`; from now on every commit is
   // checked against it (Backend::commit_leased), and the epoch's generation is `generation`.
   // Called before the activation's first turn.
@@ -128,15 +138,11 @@ class ObjectStorage {
   std::string alarm_key(std::string_view name) const;
   std::string alarm_index_key(std::string_view name, std::int64_t due_ms) const;
 
-  storage::Backend& backend_;
-  const StorageLimits& limits_;
+  const ObjectSettings& settings_;
   const ObjectId& id_;
   Epoch epoch_;
-  std::size_t cache_bytes_;
-  const UncachedPrefixes* uncached_;
   std::unique_ptr<ObjectCache> cache_;  // the committed state of the keys under root()
   std::unique_ptr<TurnScratch> turn_;   // during a turn only
-  std::uint64_t alarm_sequence_ = 0;
   std::uint64_t lease_token_ = 0;  // 0: the runtime is not a scale-out node
 };
 

@@ -389,12 +389,16 @@ Result<void> Runtime::register_namespace(std::string_view ns, ObjectFactory fact
     cache_uncached.push_back(keys::kObjectData + prefix);
   }
   std::unique_lock lock(impl_->namespaces_mutex);
-  if (!impl_->namespaces
-           .emplace(std::string(ns),
-                    Impl::Namespace{std::move(factory), options, UncachedPrefixes(std::move(cache_uncached))})
-           .second) {
+  auto [it, added] = impl_->namespaces.emplace(
+      std::string(ns),
+      Impl::Namespace{std::move(factory), options, UncachedPrefixes(std::move(cache_uncached))});
+  if (!added) {
     return Error{ErrorCode::invalid_argument, "namespace '" + std::string(ns) + "' is already registered"};
   }
+  auto& entry = it->second;
+  entry.object_settings.emplace(detail::ObjectSettings{impl_.get(), impl_->backend, impl_->options.limits,
+                                                       options.storage_cache_bytes,
+                                                       &entry.cache_uncached, options.idle_timeout});
   const bool alarms_held = impl_->alarms_held.load() > 0;
   lock.unlock();
   // Alarms of it that came due were held back, not failed (alarm_scheduler.cpp).

@@ -23,6 +23,7 @@
 #include "alarm_records.hpp"
 #include "directory.hpp"
 #include "object_cache.hpp"
+#include "object_storage.hpp"
 #include "dorm/runtime/errors.hpp"
 #include "dorm/runtime/runtime.hpp"
 #include "dorm/storage/fenced_backend.hpp"
@@ -181,6 +182,9 @@ struct Runtime::Impl {
     NamespaceOptions options;
     // options.uncached_prefixes as the storage cache sees them (under the object's data).
     UncachedPrefixes cache_uncached;
+    // What its objects share (made once the namespace has its place in `namespaces`: it
+    // points at cache_uncached).
+    std::optional<detail::ObjectSettings> object_settings{};
     std::unique_ptr<NamespaceCounters> counters = std::make_unique<NamespaceCounters>();
   };
   std::map<std::string, Namespace, std::less<>> namespaces;
@@ -280,7 +284,7 @@ struct Runtime::Impl {
   // The counters of the namespace `ns`, or null if it is not registered.
   NamespaceCounters* counters_of(std::string_view ns) const;
   // Marks the runtime stopping and returns every live activation (shutdown, crash).
-  std::vector<std::shared_ptr<detail::Activation>> stop_admitting();
+  std::vector<detail::ActivationRef> stop_admitting();
   // Empties the directory once the actor system is gone (shutdown, crash).
   void forget_all();
 };

@@ -32,20 +32,24 @@ struct Ids {
   ObjectId id(int i) { return runtime->id_from_name("t", dorm::testing::numbered("id-", i)); }
 };
 
-std::shared_ptr<Activation> make(Ids& ids, int i, std::uint64_t home) {
+dorm::detail::ActivationRef make(Ids& ids, int i, std::uint64_t home) {
   // Distinct high bits, few distinct low bits.
-  return std::make_shared<Activation>(ids.id(i), (static_cast<std::uint64_t>(i) << 32) | home);
+  return dorm::detail::ActivationRef(
+      new Activation(ids.id(i), (static_cast<std::uint64_t>(i) << 32) | home));
 }
 
 }  // namespace
 
 TEST_CASE("directory table: random inserts and erases through collision runs match std::map") {
   Ids ids;
-  ActivationTable table;
-  std::map<int, std::shared_ptr<Activation>> model;
+  bool tagged = true;
+  SUBCASE("slots tagged with hash bits") {}
+  SUBCASE("untagged slots (an address wider than 48 bits)") { tagged = false; }
+  ActivationTable table(tagged);
+  std::map<int, dorm::detail::ActivationRef> model;
   std::mt19937 rng(7);
   constexpr int kIds = 600;
-  std::vector<std::shared_ptr<Activation>> all;
+  std::vector<dorm::detail::ActivationRef> all;
   // Five home slots for 600 ids: every probe crosses runs, and erasing from the middle of
   // a run must shift the rest back or later lookups stop early.
   for (int i = 0; i < kIds; ++i) all.push_back(make(ids, i, static_cast<std::uint64_t>(i % 5) * 3));
@@ -67,7 +71,7 @@ TEST_CASE("directory table: random inserts and erases through collision runs mat
   }
   CHECK(table.size() == model.size());
   std::size_t visited = 0;
-  table.for_each([&](const std::shared_ptr<Activation>& act) {
+  table.for_each([&](const Activation* act) {
     ++visited;
     CHECK(model.count(static_cast<int>(act->hash >> 32)) == 1);
   });
@@ -77,7 +81,10 @@ TEST_CASE("directory table: random inserts and erases through collision runs mat
 TEST_CASE(
     "directory table: erasing an activation that is not the entry of its id changes nothing") {
   Ids ids;
-  ActivationTable table;
+  bool tagged = true;
+  SUBCASE("slots tagged with hash bits") {}
+  SUBCASE("untagged slots (an address wider than 48 bits)") { tagged = false; }
+  ActivationTable table(tagged);
   auto live = make(ids, 1, 0);
   auto stale = make(ids, 1, 0);  // same id and hash: an earlier activation of it
   table.insert(live);
@@ -90,7 +97,7 @@ TEST_CASE(
 
 TEST_CASE("directory LRU: oldest first, a touched one moves to the front, erased ones leave") {
   Ids ids;
-  std::vector<std::shared_ptr<Activation>> acts;
+  std::vector<dorm::detail::ActivationRef> acts;
   for (int i = 0; i < 4; ++i) acts.push_back(make(ids, i, 0));
   detail::Lru lru;
   for (auto& a : acts) lru.push_front(a.get());  // 3 2 1 0, oldest 0

@@ -27,6 +27,12 @@ struct Fixture {
   MemoryBackend backend;
   StorageLimits limits;
   std::size_t cache_bytes = 1024 * 1024;  // as NamespaceOptions' default
+  std::optional<dorm::detail::ObjectSettings> settings_;
+  // The namespace's settings, made at the first storage (after a test chose cache_bytes).
+  const dorm::detail::ObjectSettings& settings() {
+    if (!settings_) settings_.emplace(dorm::detail::ObjectSettings{nullptr, backend, limits, cache_bytes});
+    return *settings_;
+  }
   IdCodec codec = IdCodec::create(std::string(IdCodec::kSecretBytes, 's')).value_or_throw();
   ObjectId a = codec.from_name("ns", "a");
   ObjectId b = codec.from_name("ns", "b");
@@ -52,8 +58,8 @@ std::vector<std::string> listed(ObjectStorage& s, ListOptions options = {}) {
 
 TEST_CASE("object storage: writes reach the backend only at commit, under the object's own prefix") {
   Fixture f;
-  ObjectStorage a(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
-  ObjectStorage b(f.backend, f.limits, f.b, Epoch{1, 2}, f.cache_bytes);
+  ObjectStorage a(f.settings(), f.a, Epoch{1, 1});
+  ObjectStorage b(f.settings(), f.b, Epoch{1, 2});
   REQUIRE(a.put("k1", "v1").ok());
   REQUIRE(a.put("k2", "v2").ok());
   REQUIRE(b.put("k1", "other").ok());
@@ -75,7 +81,7 @@ TEST_CASE("object storage: writes reach the backend only at commit, under the ob
 
 TEST_CASE("object storage: list narrows by prefix, start, end and limit, both directions") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage s(f.settings(), f.a, Epoch{1, 1});
   for (const char* k : {"a/1", "a/2", "a/3", "b/1"}) REQUIRE(s.put(k, "x").ok());
   ListOptions prefix;
   prefix.prefix = "a/";
@@ -99,7 +105,7 @@ TEST_CASE("object storage: an oversized key or value is the caller's error; a ba
   f.limits.max_value_bytes = 8;
   f.limits.max_key_bytes = 4;
   f.limits.max_batch_entries = 3;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage s(f.settings(), f.a, Epoch{1, 1});
   s.begin_turn();
   auto big = s.put("k", "123456789");
   REQUIRE_FALSE(big.ok());
@@ -124,7 +130,7 @@ TEST_CASE("object storage: an oversized key or value is the caller's error; a ba
 
 TEST_CASE("object storage: an alarm is a record and an index entry, set, moved and deleted together") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{3, 9}, f.cache_bytes);
+  ObjectStorage s(f.settings(), f.a, Epoch{3, 9});
   REQUIRE(s.set_alarm("late", 5'000).ok());
   REQUIRE(s.set_alarm("early", 1'000).ok());
   // What the scheduler is told after the commit: each index entry put, with its version.
@@ -166,7 +172,7 @@ TEST_CASE("object storage: an alarm is a record and an index entry, set, moved a
 
 TEST_CASE("object storage: a discarded turn's alarm changes are not reported") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage s(f.settings(), f.a, Epoch{1, 1});
   REQUIRE(s.set_alarm("x", 10).ok());
   s.discard();
   CHECK(s.take_alarm_changes().empty());
@@ -175,8 +181,8 @@ TEST_CASE("object storage: a discarded turn's alarm changes are not reported") {
 
 TEST_CASE("object storage: delete_all removes the object's data, alarms and their index entries, and nothing else") {
   Fixture f;
-  ObjectStorage a(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
-  ObjectStorage b(f.backend, f.limits, f.b, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage a(f.settings(), f.a, Epoch{1, 1});
+  ObjectStorage b(f.settings(), f.b, Epoch{1, 1});
   REQUIRE(a.put("k", "v").ok());
   REQUIRE(a.set_alarm("x", 10).ok());
   REQUIRE(a.index_put("app.things", "a", "1").ok());
@@ -201,7 +207,7 @@ TEST_CASE("object storage: delete_all removes the object's data, alarms and thei
 
 TEST_CASE("object storage: runtime index names are checked, and dorm.* is reserved") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage s(f.settings(), f.a, Epoch{1, 1});
   REQUIRE(s.index_put("app.things", "k", "v").ok());
   REQUIRE(s.index_del("app.things", "gone").ok());
   auto reserved = s.index_put("dorm.alarms", "k", "v");
@@ -213,7 +219,7 @@ TEST_CASE("object storage: runtime index names are checked, and dorm.* is reserv
 
 TEST_CASE("object storage: an object that only writes holds no cache; its first read makes one") {
   Fixture f;
-  ObjectStorage s(f.backend, f.limits, f.a, Epoch{1, 1}, f.cache_bytes);
+  ObjectStorage s(f.settings(), f.a, Epoch{1, 1});
   REQUIRE(s.put("k", "v").ok());
   REQUIRE(s.index_put("things", "a", "1").ok());
   REQUIRE(s.commit().ok());
@@ -223,7 +229,7 @@ TEST_CASE("object storage: an object that only writes holds no cache; its first 
   REQUIRE(s.commit().ok());
   CHECK(s.cache_bytes() > 0);
   // Setting an alarm reads its record first, so it makes a cache as any read does.
-  ObjectStorage t(f.backend, f.limits, f.b, Epoch{1, 2}, f.cache_bytes);
+  ObjectStorage t(f.settings(), f.b, Epoch{1, 2});
   REQUIRE(t.set_alarm("x", 1'000).ok());
   CHECK(t.has_cache());
   t.discard();

@@ -74,7 +74,8 @@ class Differential {
 
   void activate() {
     ++activation_;
-    cached_ = std::make_unique<ObjectStorage>(faulty_, limits_, id_, Epoch{1, activation_}, bound_);
+    if (!cached_settings_) cached_settings_.emplace(dorm::detail::ObjectSettings{nullptr, faulty_, limits_, bound_});
+    cached_ = std::make_unique<ObjectStorage>(*cached_settings_, id_, Epoch{1, activation_});
     cached_->begin_turn();
   }
 
@@ -215,10 +216,12 @@ class Differential {
   StorageLimits limits_;
   IdCodec codec_ = IdCodec::create(std::string(IdCodec::kSecretBytes, 's')).value_or_throw();
   ObjectId id_ = codec_.from_name("ns", "subject");
-  ObjectStorage reference_{memory_, limits_, id_, Epoch{1, 0}, 0};
+  dorm::detail::ObjectSettings reference_settings_{nullptr, memory_, limits_, 0};
+  ObjectStorage reference_{reference_settings_, id_, Epoch{1, 0}};
   std::mt19937_64 rng_;
   std::size_t bound_;
   std::uint64_t activation_ = 0;
+  std::optional<dorm::detail::ObjectSettings> cached_settings_;
   std::unique_ptr<ObjectStorage> cached_;
 };
 

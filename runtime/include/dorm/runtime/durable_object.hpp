@@ -20,6 +20,7 @@
 #include <caf/actor.hpp>
 #include <caf/behavior.hpp>
 #include <caf/expected.hpp>
+#include <caf/intrusive_ptr.hpp>
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
@@ -46,6 +47,11 @@ class Clock;
 namespace detail {
 class ObjectHost;
 struct Activation;
+// Activations are reference counted in place (directory.cpp): the directory, the host
+// actor and every Lease of it hold one reference each.
+void intrusive_ptr_add_ref(const Activation* act) noexcept;
+void intrusive_ptr_release(const Activation* act) noexcept;
+using ActivationRef = caf::intrusive_ptr<Activation>;
 struct PostBox;
 }
 
@@ -88,8 +94,8 @@ class Lease {
 
  private:
   friend class detail::ObjectHost;
-  explicit Lease(std::shared_ptr<detail::Activation> activation);
-  std::shared_ptr<detail::Activation> activation_;
+  explicit Lease(detail::ActivationRef activation);
+  detail::ActivationRef activation_;
 };
 
 // Why an activation started. (after_crash, after_shutdown and after_redeploy come with
