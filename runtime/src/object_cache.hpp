@@ -111,6 +111,8 @@ class ObjectCache {
   std::size_t entries() const { return count_; }
 
  private:
+  friend struct ObjectCacheTesting;  // tests/runtime/storage_cache_test.cpp: the LRU clock
+
   // Keys below are relative to root(). A range end of nullopt is the end of the object.
   using End = std::optional<std::string>;
   using Hook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;

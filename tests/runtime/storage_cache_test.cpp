@@ -272,6 +272,40 @@ TEST_CASE("storage cache: writes under an uncached prefix leave the cache's size
   CHECK_FALSE(cache.known_absent("o/e/nothing"));
 }
 
+namespace dorm {
+struct ObjectCacheTesting {
+  static void set_clock(ObjectCache& cache, std::uint32_t value) { cache.clock_ = value; }
+};
+}  // namespace dorm
+
+TEST_CASE("storage cache: LRU order survives the stamp counter running out") {
+  storage::MemoryBackend backend;
+  // Room for about a dozen of these entries.
+  const std::size_t bound = 12 * (ObjectCache::kSlotBytes + 16);
+  auto cache = ObjectCache::make(backend, "o/", bound);
+  storage::WriteBatch fill;
+  for (int i = 0; i < 10; ++i) fill.put(dorm::testing::numbered("o/k", i), "0123456789");
+  REQUIRE(backend.commit(fill).ok());
+  cache->apply(fill);
+  // The first read lists the object (stamping every entry): done before the clock is set.
+  REQUIRE_FALSE(cache->get("o/none").value_or_throw().has_value());
+  // Read them oldest first, with the 32-bit stamps running out half way through.
+  dorm::ObjectCacheTesting::set_clock(*cache, 0xffffffff - 5);
+  for (int i = 0; i < 10; ++i) REQUIRE(cache->get(dorm::testing::numbered("o/k", i)).value_or_throw());
+  // Gone from the store: from now on only the cache can answer them.
+  storage::WriteBatch gone;
+  for (int i = 0; i < 10; ++i) gone.del(dorm::testing::numbered("o/k", i));
+  REQUIRE(backend.commit(gone).ok());
+  // New entries push out the least recently read ones: the first read, not the last.
+  storage::WriteBatch more;
+  for (int i = 0; i < 4; ++i) more.put(dorm::testing::numbered("o/n", i), "0123456789");
+  REQUIRE(backend.commit(more).ok());
+  cache->apply(more);
+  CHECK(cache->entries() < 14);
+  CHECK_FALSE(cache->get(dorm::testing::numbered("o/k", 0)).value_or_throw().has_value());
+  CHECK(cache->get(dorm::testing::numbered("o/k", 9)).value_or_throw() == std::optional<std::string>("0123456789"));
+}
+
 TEST_CASE("storage cache: uncached prefixes are checked when the namespace is registered") {
   RuntimeFixture f;
   auto factory = [] { return std::make_unique<Scripted>(); };
