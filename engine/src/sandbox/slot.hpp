@@ -120,6 +120,7 @@ class Slot {
   static void js_timer_set(const v8::FunctionCallbackInfo<v8::Value>& info);
   static void js_timer_clear(const v8::FunctionCallbackInfo<v8::Value>& info);
   static std::size_t near_heap_limit(void* data, std::size_t current, std::size_t initial);
+  static void after_full_gc(v8::Isolate* isolate, v8::GCType type, v8::GCCallbackFlags flags, void* data);
 
   Channel& channel_;
   v8::Platform& platform_;
