@@ -36,9 +36,14 @@ namespace {
 
 // V8 flags: no WebAssembly (its memory bypasses the ArrayBuffer allocator), no shared
 // memory or Atomics (nothing to share, and Atomics.wait blocks a slot), no natives syntax.
+// No incremental marking: a full collection marks the heap in one pause. Incremental
+// marking spreads that work over the program's allocations to keep pauses short, which
+// an execution (one short program per isolate, its results awaited as a whole) does not
+// need, and it made a heap that only grows slower to reach and cross heap_bytes: a memory
+// bomb took 330-415 ms to end with it, 215-265 ms without (docs/benchmarks.md, Engine).
 constexpr const char* kV8Flags =
     "--no-expose-wasm --no-harmony-sharedarraybuffer --no-harmony-atomics "
-    "--no-allow-natives-syntax --no-expose-gc";
+    "--no-allow-natives-syntax --no-expose-gc --no-incremental-marking";
 
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kSanitized = true;
