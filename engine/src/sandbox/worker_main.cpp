@@ -52,10 +52,15 @@ constexpr const char* kV8Flags =
 // that rehashing was 5 % of a worker's CPU with executions back to back (a fresh context
 // per execution). Untrusted code cannot read the seed, so it still cannot aim a
 // hash-flooding input at the tables of the next executions on its slot.
+//
+// 63 bits: V8 10.2 parses this uint64 flag as a signed number and refuses anything from
+// 2^63 up with an error on stderr (which, with the worker's RLIMIT_FSIZE of 0 and stderr a
+// file, kills the worker with SIGXFSZ), leaving the seed per isolate.
 std::string v8_flags() {
   std::uint64_t seed = 0;
   while (seed == 0) {
     if (::getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) _exit(72);
+    seed &= ~(std::uint64_t{1} << 63);
   }
   return std::string(kV8Flags) + " --no-rehash-snapshot --hash-seed=" + std::to_string(seed);
 }
