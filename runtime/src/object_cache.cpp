@@ -36,9 +36,21 @@ ObjectCache::ObjectCache(storage::Backend& backend, std::size_t root_size, std::
 
 ObjectCache::~ObjectCache() { clear(); }
 
-std::size_t ObjectCache::Entry::cost() const {
-  static_assert(std::is_standard_layout_v<Entry>, "remember() sizes an entry with offsetof");
-  return kSlotBytes + key_size + (present() ? value_size : 0);
+ObjectCache::Entry* ObjectCache::Entry::create(std::string_view key,
+                                               std::optional<std::string_view> value) {
+  static_assert(std::is_standard_layout_v<Entry>, "an entry is sized with offsetof");
+  const std::size_t size = offsetof(Entry, bytes) + key.size() + (value ? value->size() : 0);
+  auto* entry = new (::operator new(size)) Entry;
+  entry->key_size = static_cast<std::uint32_t>(key.size());
+  entry->value_size = value ? static_cast<std::uint32_t>(value->size()) : kAbsent;
+  std::memcpy(entry->bytes, key.data(), key.size());
+  if (value) std::memcpy(entry->bytes + key.size(), value->data(), value->size());
+  return entry;
+}
+
+void ObjectCache::Entry::destroy(Entry* entry) {
+  entry->~Entry();
+  ::operator delete(entry);
 }
 
 std::optional<std::string> ObjectCache::relative(std::string_view key) const {
@@ -244,10 +256,7 @@ void ObjectCache::apply_range_delete(std::string_view begin, std::string_view en
 }
 
 void ObjectCache::clear() {
-  slots_.clear_and_dispose([](Entry* entry) {
-    entry->~Entry();
-    ::operator delete(entry);
-  });
+  slots_.clear_and_dispose(&Entry::destroy);
   count_ = 0;
   complete_.reset();
   whole_ = false;
@@ -258,7 +267,7 @@ void ObjectCache::clear() {
 // ---- entries ----
 
 void ObjectCache::remember(std::string_view key, std::optional<std::string_view> value) {
-  const std::size_t cost = kSlotBytes + key.size() + (value ? value->size() : 0);
+  const std::size_t cost = Entry::cost_of(key.size(), value ? value->size() : 0);
   auto it = slots_.lower_bound(key, EntryLess{});
   const bool found = it != slots_.end() && it->key() == key;
   if (cost > max_bytes_ / 4) {
@@ -270,12 +279,7 @@ void ObjectCache::remember(std::string_view key, std::optional<std::string_view>
   }
   // A new allocation even for a known key: its size follows the value's.
   if (found) it = erase_slot(it);
-  const std::size_t size = offsetof(Entry, bytes) + key.size() + (value ? value->size() : 0);
-  auto* entry = new (::operator new(size)) Entry;
-  entry->key_size = static_cast<std::uint32_t>(key.size());
-  entry->value_size = value ? static_cast<std::uint32_t>(value->size()) : Entry::kAbsent;
-  std::memcpy(entry->bytes, key.data(), key.size());
-  if (value) std::memcpy(entry->bytes + key.size(), value->data(), value->size());
+  Entry* entry = Entry::create(key, value);
   slots_.insert_before(it, *entry);
   ++count_;
   touch(*entry);
@@ -285,24 +289,24 @@ void ObjectCache::remember(std::string_view key, std::optional<std::string_view>
 ObjectCache::Slots::iterator ObjectCache::erase_slot(Slots::iterator it) {
   bytes_ -= it->cost();
   --count_;
-  return slots_.erase_and_dispose(it, [](Entry* entry) {
-    entry->~Entry();
-    ::operator delete(entry);
-  });
+  return slots_.erase_and_dispose(it, &Entry::destroy);
 }
 
 void ObjectCache::touch(Entry& entry) {
   if (clock_ == std::numeric_limits<std::uint32_t>::max()) {
     // The stamps ran out: number the entries again in the same order, from 1.
-    std::vector<Entry*> by_age;
-    by_age.reserve(count_);
-    for (auto& e : slots_) by_age.push_back(&e);
-    std::sort(by_age.begin(), by_age.end(),
-              [](const Entry* a, const Entry* b) { return a->used < b->used; });
     clock_ = 0;
-    for (auto* e : by_age) e->used = ++clock_;
+    for (auto* e : by_age()) e->used = ++clock_;
   }
   entry.used = ++clock_;
+}
+
+std::vector<ObjectCache::Entry*> ObjectCache::by_age() {
+  std::vector<Entry*> out;
+  out.reserve(count_);
+  for (auto& entry : slots_) out.push_back(&entry);
+  std::sort(out.begin(), out.end(), [](const Entry* a, const Entry* b) { return a->used < b->used; });
+  return out;
 }
 
 void ObjectCache::trim() {
@@ -310,12 +314,7 @@ void ObjectCache::trim() {
   // Least recently used first, until an eighth of the bound is free: one sort serves many
   // later inserts.
   const std::size_t target = max_bytes_ - max_bytes_ / 8;
-  std::vector<Entry*> by_age;
-  by_age.reserve(count_);
-  for (auto& entry : slots_) by_age.push_back(&entry);
-  std::sort(by_age.begin(), by_age.end(),
-            [](const Entry* a, const Entry* b) { return a->used < b->used; });
-  for (auto* entry : by_age) {
+  for (auto* entry : by_age()) {
     if (bytes_ <= target) return;
     // A present key leaving a complete range leaves a hole the range cannot describe.
     if (entry->present()) drop_complete_at(entry->key());

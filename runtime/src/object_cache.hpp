@@ -129,7 +129,14 @@ class ObjectCache {
     std::string_view key() const { return {bytes, key_size}; }
     bool present() const { return value_size != kAbsent; }
     std::string_view value() const { return {bytes + key_size, present() ? value_size : 0}; }
-    std::size_t cost() const;
+    // What an entry counts against max_bytes.
+    static std::size_t cost_of(std::size_t key_bytes, std::size_t value_bytes) {
+      return kSlotBytes + key_bytes + value_bytes;
+    }
+    std::size_t cost() const { return cost_of(key_size, present() ? value_size : 0); }
+    // One allocation holding the header, the key and the value (nullopt: known absent).
+    static Entry* create(std::string_view key, std::optional<std::string_view> value);
+    static void destroy(Entry* entry);
   };
   struct EntryLess {
     bool operator()(const Entry& a, const Entry& b) const { return a.key() < b.key(); }
@@ -164,6 +171,8 @@ class ObjectCache {
   void remember(std::string_view key, std::optional<std::string_view> value);
   Slots::iterator erase_slot(Slots::iterator it);
   void touch(Entry& entry);
+  // Every entry, least recently used first.
+  std::vector<Entry*> by_age();
   void trim();
 
   // ---- complete ranges (whole_: the object itself, without a node) ----

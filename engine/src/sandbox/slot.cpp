@@ -372,16 +372,18 @@ void Slot::after_full_gc(v8::Isolate* isolate, v8::GCType, v8::GCCallbackFlags, 
   v8::HeapStatistics stats;
   isolate->GetHeapStatistics(&stats);
   if (stats.used_heap_size() < self->heap_bytes_) return;
-  self->isolate_spent_ = true;
-  self->kill(FailureKind::memory_limit, "the execution passed its memory limit of " +
-                                            mib(self->heap_bytes_) + " (heap_bytes)");
+  self->end_over_heap_limit();
+}
+
+void Slot::end_over_heap_limit() {
+  isolate_spent_ = true;  // its heap is full of the execution's objects: replace it
+  kill(FailureKind::memory_limit,
+       "the execution passed its memory limit of " + mib(heap_bytes_) + " (heap_bytes)");
 }
 
 std::size_t Slot::near_heap_limit(void* data, std::size_t current, std::size_t) {
   auto* self = static_cast<Slot*>(data);
-  self->isolate_spent_ = true;
-  self->kill(FailureKind::memory_limit, "the execution passed its memory limit of " +
-                                            mib(self->heap_bytes_) + " (heap_bytes)");
+  self->end_over_heap_limit();
   // Returning the same limit aborts the process; a larger one lets the termination unwind.
   v8::HeapStatistics stats;
   self->isolate_->GetHeapStatistics(&stats);

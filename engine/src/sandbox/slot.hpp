@@ -121,6 +121,8 @@ class Slot {
   static void js_timer_clear(const v8::FunctionCallbackInfo<v8::Value>& info);
   static std::size_t near_heap_limit(void* data, std::size_t current, std::size_t initial);
   static void after_full_gc(v8::Isolate* isolate, v8::GCType type, v8::GCCallbackFlags flags, void* data);
+  // Ends the current execution with memory_limit (after_full_gc, near_heap_limit).
+  void end_over_heap_limit();
 
   Channel& channel_;
   v8::Platform& platform_;
