@@ -1,5 +1,7 @@
 #include "prelude.hpp"
 
+#include <string>
+
 namespace dorm::engine::sandbox {
 
 // Everything the prelude needs from the context is captured before user code runs, so a
@@ -129,8 +131,6 @@ const char kPrelude[] = R"JS((function (bridge) {
   }
   constant(Math, 'random', random);
 
-  for (const name of ['WebAssembly', 'SharedArrayBuffer', 'Atomics']) delete g[name];
-
   return {
     init(seedHi, seedLo) {
       a = 0x9e3779b9; b = seedHi >>> 0; c = seedLo >>> 0; d = 1;
@@ -145,5 +145,88 @@ const char kPrelude[] = R"JS((function (bridge) {
     },
   };
 }))JS";
+
+namespace {
+
+// Globals a context may get that no execution may have: WebAssembly (its memory is outside
+// the heap limit) and shared memory. V8 adds them to each new context when its flags enable
+// them, also to a context it deserialises from a snapshot (after the prelude ran in it), so
+// they are removed from every context, however made.
+constexpr const char* kRemovedGlobals[] = {"WebAssembly", "SharedArrayBuffer", "Atomics"};
+
+bool remove_globals(v8::Local<v8::Context> context) {
+  v8::Isolate* isolate = context->GetIsolate();
+  v8::Local<v8::Object> global = context->Global();
+  for (const char* name : kRemovedGlobals) {
+    v8::Local<v8::String> key;
+    if (!v8::String::NewFromUtf8(isolate, name).ToLocal(&key) || global->Delete(context, key).IsNothing()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+v8::MaybeLocal<v8::Object> install_prelude(v8::Local<v8::Context> context,
+                                           std::span<const BridgeFunction> functions) {
+  v8::Isolate* isolate = context->GetIsolate();
+  v8::EscapableHandleScope handles(isolate);
+  v8::Context::Scope context_scope(context);
+  v8::Local<v8::Object> bridge = v8::Object::New(isolate);
+  for (const BridgeFunction& f : functions) {
+    v8::Local<v8::Function> fn;
+    v8::Local<v8::String> name;
+    if (!v8::Function::New(context, f.callback).ToLocal(&fn) ||
+        !v8::String::NewFromUtf8(isolate, f.name).ToLocal(&name) ||
+        bridge->Set(context, name, fn).IsNothing()) {
+      return {};
+    }
+  }
+  v8::Local<v8::String> source;
+  v8::Local<v8::Script> script;
+  v8::Local<v8::Value> setup;
+  if (!v8::String::NewFromUtf8(isolate, kPrelude).ToLocal(&source) ||
+      !v8::Script::Compile(context, source).ToLocal(&script) || !script->Run(context).ToLocal(&setup) ||
+      !setup->IsFunction()) {
+    return {};
+  }
+  v8::Local<v8::Value> argv[] = {bridge};
+  v8::Local<v8::Value> hooks;
+  if (!setup.As<v8::Function>()->Call(context, v8::Undefined(isolate), 1, argv).ToLocal(&hooks) ||
+      !hooks->IsObject() || !remove_globals(context)) {
+    return {};
+  }
+  return handles.Escape(hooks.As<v8::Object>());
+}
+
+v8::MaybeLocal<v8::Context> prelude_context_from_snapshot(v8::Isolate* isolate, PreludeContextIndex index,
+                                                          v8::Local<v8::Object>* hooks) {
+  // Two handles for the caller: made in its handle scope.
+  v8::Local<v8::Context> context;
+  if (!v8::Context::FromSnapshot(isolate, index.context).ToLocal(&context) ||
+      !context->GetDataFromSnapshotOnce<v8::Object>(index.hooks).ToLocal(hooks)) {
+    return {};
+  }
+  v8::HandleScope handles(isolate);
+  if (!remove_globals(context)) return {};
+  return context;
+}
+
+std::optional<PreludeContextIndex> add_prelude_context(v8::SnapshotCreator& creator,
+                                                      std::span<const BridgeFunction> functions) {
+  v8::Isolate* isolate = creator.GetIsolate();
+  v8::HandleScope handles(isolate);
+  v8::Local<v8::Context> context = v8::Context::New(isolate);
+  v8::Local<v8::Object> hooks;
+  {
+    v8::TryCatch try_catch(isolate);
+    if (!install_prelude(context, functions).ToLocal(&hooks)) return std::nullopt;
+  }
+  PreludeContextIndex index;
+  index.hooks = creator.AddData(context, hooks);
+  index.context = creator.AddContext(context);
+  return index;
+}
 
 }  // namespace dorm::engine::sandbox

@@ -158,7 +158,10 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   allocator_.reset(static_cast<v8::ArrayBuffer::Allocator*>(new_counting_array_buffer_allocator(budget_)));
   v8::Isolate::CreateParams params;
   params.array_buffer_allocator = allocator_.get();
-  if (snapshot_ != nullptr) params.snapshot_blob = &snapshot_->blob;
+  if (snapshot_ != nullptr) {
+    params.snapshot_blob = &snapshot_->blob;
+    params.external_references = snapshot_->external_references.data();
+  }
   // heap_bytes is enforced after each full collection (after_full_gc); V8's own limit, a
   // quarter higher, is the backstop (near_heap_limit) for a heap that grows past it
   // between two full collections.
@@ -185,25 +188,17 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
 void Slot::make_warm() {
   v8::Isolate::Scope isolate_scope(isolate_);
   v8::HandleScope handles(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
+  v8::Local<v8::Context> context;
+  v8::Local<v8::Object> hooks;
+  if (snapshot_ != nullptr && snapshot_->prelude) {
+    // The prelude was applied once, when the snapshot was made: this context and its
+    // hooks are a fresh copy of that one.
+    context = prelude_context_from_snapshot(isolate_, *snapshot_->prelude, &hooks).ToLocalChecked();
+  } else {
+    context = v8::Context::New(isolate_);
+    hooks = install_prelude(context, bridge()).ToLocalChecked();
+  }
   v8::Context::Scope context_scope(context);
-  v8::Local<v8::External> self = v8::External::New(isolate_, this);
-  v8::Local<v8::Object> bridge = v8::Object::New(isolate_);
-  auto put = [&](const char* name, v8::FunctionCallback callback) {
-    auto fn = v8::Function::New(context, callback, self).ToLocalChecked();
-    bridge->Set(context, v8_string(isolate_, name), fn).Check();
-  };
-  put("call", &Slot::js_call);
-  put("log", &Slot::js_log);
-  put("emit", &Slot::js_emit);
-  put("timerSet", &Slot::js_timer_set);
-  put("timerClear", &Slot::js_timer_clear);
-  v8::Local<v8::Script> script =
-      v8::Script::Compile(context, v8_string(isolate_, kPrelude)).ToLocalChecked();
-  v8::Local<v8::Function> setup = script->Run(context).ToLocalChecked().As<v8::Function>();
-  v8::Local<v8::Value> argv[] = {bridge};
-  v8::Local<v8::Object> hooks =
-      setup->Call(context, v8::Undefined(isolate_), 1, argv).ToLocalChecked().As<v8::Object>();
   Warm w;
   w.context.Reset(isolate_, context);
   w.init.Reset(isolate_, hooks->Get(context, v8_string(isolate_, "init")).ToLocalChecked().As<v8::Function>());

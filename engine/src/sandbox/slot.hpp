@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "channel.hpp"
 #include "dorm/engine/array_buffer_budget.hpp"
 #include "dorm/engine/wire.hpp"
+#include "prelude.hpp"
 #include "prepared_cache.hpp"
 #include "source_prep.hpp"
 #include "startup_snapshot.hpp"
@@ -79,6 +81,9 @@ class Slot {
 
   // The execution running on the calling thread's slot, for the fatal OOM handler.
   static void report_fatal_oom(const char* location);
+
+  // The native functions the prelude gets as its bridge (for startup_snapshot()).
+  static std::span<const BridgeFunction> bridge();
 
  private:
   struct Execution;

@@ -5,10 +5,22 @@
 namespace dorm::engine::sandbox {
 
 namespace {
+// Each slot has an isolate of its own and puts itself in the isolate's data slot 0.
 Slot* slot_of(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  return static_cast<Slot*>(info.Data().As<v8::External>()->Value());
+  return static_cast<Slot*>(info.GetIsolate()->GetData(0));
 }
 }  // namespace
+
+std::span<const BridgeFunction> Slot::bridge() {
+  static const BridgeFunction functions[] = {
+      {"call", &Slot::js_call},
+      {"log", &Slot::js_log},
+      {"emit", &Slot::js_emit},
+      {"timerSet", &Slot::js_timer_set},
+      {"timerClear", &Slot::js_timer_clear},
+  };
+  return functions;
+}
 
 void Slot::js_call(const v8::FunctionCallbackInfo<v8::Value>& info) {
   Slot* self = slot_of(info);

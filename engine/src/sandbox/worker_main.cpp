@@ -91,7 +91,7 @@ class Worker {
  public:
   // Slot i talks on fd `control_fd + 1 + i`.
   Worker(Channel& control, v8::Platform& platform, int control_fd, int slots) : control_(control) {
-    StartupSnapshot* snapshot = startup_snapshot();
+    StartupSnapshot* snapshot = startup_snapshot(Slot::bridge());
     for (int i = 0; i < slots; ++i) {
       channels_.push_back(std::make_unique<Channel>(control_fd + 1 + i));
       slots_.push_back(std::make_unique<Slot>(*channels_.back(), platform, prepared_, snapshot,
