@@ -17,6 +17,8 @@
 #include "input_checks.hpp"
 #include "pool_impl.hpp"
 
+#include "dorm/engine/poll_before_sleep.hpp"
+
 namespace dorm::engine {
 namespace {
 
@@ -417,7 +419,14 @@ void PoolImpl::loop() {
       add(w->control, -1);
       for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
     }
-    int rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
+    // With one execution running, its next frame (or the answer to its tool call, through
+    // the inbox) usually comes within microseconds: poll a while before sleeping.
+    int rc = 0;
+    if (auto budget = poll_policy_.next(running_count() == 1); budget.count() > 0) {
+      rc = poll_briefly(fds.data(), fds.size(), budget);
+      poll_policy_.record(rc > 0);
+    }
+    if (rc == 0) rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
     if (rc < 0 && errno != EINTR) break;
     if (fds[0].revents & POLLIN) {
       std::uint64_t count;
@@ -441,6 +450,12 @@ void PoolImpl::run_commands() {
     commands.swap(inbox_->commands);
   }
   for (auto& c : commands) c();
+}
+
+std::size_t PoolImpl::running_count() const {
+  std::size_t n = 0;
+  for (const auto& w : workers_) n += w->running.size();
+  return n;
 }
 
 int PoolImpl::next_timeout_ms() {
@@ -595,6 +610,11 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options,
   }
   if (options.recycle_after == 0)
     return Error{ErrorCode::invalid_argument, "recycle_after must be at least 1"};
+  if (options.poll_before_sleep.count() < 0 || options.poll_before_sleep > std::chrono::milliseconds(10)) {
+    return Error{ErrorCode::invalid_argument,
+                 "poll_before_sleep must be between 0 and 10 ms; got " +
+                     std::to_string(options.poll_before_sleep.count()) + " µs"};
+  }
   auto pool = std::make_unique<detail::PoolImpl>(std::move(options));
   if (auto opened = pool->open(ready_timeout); !opened) return opened.error();
   return std::unique_ptr<Pool>(std::move(pool));

@@ -178,6 +178,7 @@ class PoolImpl final : public Pool {
   void loop();
   void run_commands();
   int next_timeout_ms();
+  std::size_t running_count() const;  // executions on a slot, all workers
   void read_from(WorkerProc& w, int which);
   bool handle_frames(WorkerProc& w, int which);
   bool handle(WorkerProc& w, int which, wire::Message message);
@@ -203,6 +204,7 @@ class PoolImpl final : public Pool {
   void check_deadlines();
 
   PoolOptions options_;
+  PollBeforeSleep poll_policy_{options_.poll_before_sleep};  // the pool thread's
   SystemClock system_clock_;
   std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
   std::thread thread_;

@@ -56,7 +56,8 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
     posix_spawn_file_actions_adddup2(&actions, pairs[i][1], kFirstFd + static_cast<int>(i));
   }
   std::vector<std::string> args = {command.path, "--fd", std::to_string(kFirstFd), "--slots",
-                                   std::to_string(command.slots)};
+                                   std::to_string(command.slots), "--poll-us",
+                                   std::to_string(command.poll_us)};
   if (command.address_space_mb > 0) {
     args.insert(args.end(), {"--address-space-mb", std::to_string(command.address_space_mb)});
   }

@@ -17,6 +17,7 @@ struct WorkerCommand {
   unsigned slots = 1;                // --slots
   std::uint64_t address_space_mb = 0;  // --address-space-mb (0: none)
   bool keep_stderr = false;          // otherwise stderr is /dev/null
+  long poll_us = 50;                 // --poll-us
 };
 
 struct WorkerProcess {

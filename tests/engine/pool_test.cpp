@@ -21,16 +21,20 @@ ManualClock& test_clock() {
   return clock;
 }
 
+PoolOptions test_pool_options(unsigned workers, unsigned slots) {
+  PoolOptions options;
+  options.worker_path = DORM_ENGINE_WORKER;
+  options.workers = workers;
+  options.slots_per_worker = slots;
+  options.keep_worker_stderr = true;
+  options.clock = &test_clock();
+  return options;
+}
+
 // One pool for the suite: 2 workers with 2 slots each, on the test clock.
 Pool& pool() {
   static std::unique_ptr<Pool> shared = [] {
-    PoolOptions options;
-    options.worker_path = DORM_ENGINE_WORKER;
-    options.workers = 2;
-    options.slots_per_worker = 2;
-    options.keep_worker_stderr = true;
-    options.clock = &test_clock();
-    auto created = Pool::create(options);
+    auto created = Pool::create(test_pool_options(2, 2));
     REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
     return std::move(*created);
   }();
@@ -421,4 +425,30 @@ TEST_CASE("engine: bad requests are refused before anything runs") {
   bad.entries.push_back(ToolCallEntry{5, "x", "{}"});
   CHECK_FALSE(pool().start(ExecutionRequest{"x", "return 1", Limits{}, bad}, rec).ok());
   CHECK(rec->endings == 0);
+}
+
+TEST_CASE("engine: with polling before sleep off, tool calls are answered the same; a budget over 10 ms is refused") {
+  PoolOptions options = test_pool_options(1, 1);
+  options.poll_before_sleep = std::chrono::microseconds(0);
+  auto created = Pool::create(options);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  auto rec = std::make_shared<Recorder>([](const ToolCallEntry& c) {
+    return std::make_optional(std::make_pair(true, "{\"n\":" + std::to_string(c.seq) + "}"));
+  });
+  auto started = (*created)->start(
+      ExecutionRequest{"no-poll", "let s = 0; for (let i = 0; i < 20; i++) s += (await tools.t({i})).n; return s",
+                       small_limits(), {}},
+      rec);
+  REQUIRE(started.ok());
+  rec->attach(*started);
+  REQUIRE(rec->wait_done());
+  REQUIRE(rec->result.has_value());
+  CHECK(*rec->result == "210");
+  CHECK(rec->calls.size() == 20);
+
+  options.poll_before_sleep = std::chrono::microseconds(10'001);
+  auto refused = Pool::create(options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
+  CHECK(refused.error().message.find("poll_before_sleep") != std::string::npos);
 }

@@ -54,12 +54,15 @@ void on_fatal_oom(const char* location, bool) { Slot::report_fatal_oom(location)
 }  // namespace
 
 Slot::Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
-           StartupSnapshot* snapshot, std::function<void(bool)> on_busy)
+           StartupSnapshot* snapshot, std::function<void(bool)> on_busy,
+           const std::atomic<int>& busy_slots, std::chrono::microseconds poll_budget)
     : channel_(channel),
       platform_(platform),
       prepared_(prepared),
       snapshot_(snapshot),
-      on_busy_(std::move(on_busy)) {}
+      on_busy_(std::move(on_busy)),
+      busy_slots_(busy_slots),
+      poll_policy_(poll_budget) {}
 
 void Slot::start() {
   pthread_attr_t attr;
@@ -107,7 +110,8 @@ void Slot::thread_main() {
   }
 }
 
-std::variant<SlotInput, NoInput> Slot::next_input(std::chrono::steady_clock::time_point deadline) {
+std::variant<SlotInput, NoInput> Slot::next_input(std::chrono::steady_clock::time_point deadline,
+                                                  std::chrono::microseconds poll_budget) {
   for (;;) {
     auto next = reader_.next();
     if (!next) fatal(next.error().message);
@@ -125,6 +129,12 @@ std::variant<SlotInput, NoInput> Slot::next_input(std::chrono::steady_clock::tim
             }
           },
           std::move(*message));
+    }
+    if (poll_budget.count() > 0) {
+      // Once per wait; whatever it finds, the blocking path below reads it.
+      pollfd fd{channel_.fd(), POLLIN, 0};
+      poll_policy_.record(poll_briefly(&fd, 1, poll_budget) > 0);
+      poll_budget = {};
     }
     if (deadline != std::chrono::steady_clock::time_point::max()) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -464,7 +474,7 @@ Slot::Outcome Slot::execute(Execution& e, v8::Local<v8::Context> context) {
       std::lock_guard lock(kill_mutex_);
       deadline = wall_deadline_;
     }
-    auto next = next_input(deadline);
+    auto next = next_input(deadline, poll_policy_.next(busy_slots_.load(std::memory_order_relaxed) <= 1));
     auto* input = std::get_if<SlotInput>(&next);
     if (input == nullptr) {
       kill(FailureKind::wall_limit, "the execution ran longer than its wall time limit of " +

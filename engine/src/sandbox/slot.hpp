@@ -36,6 +36,7 @@
 
 #include "channel.hpp"
 #include "dorm/engine/array_buffer_budget.hpp"
+#include "dorm/engine/poll_before_sleep.hpp"
 #include "dorm/engine/wire.hpp"
 #include "prelude.hpp"
 #include "prepared_cache.hpp"
@@ -53,11 +54,14 @@ class Slot {
  public:
   // The slot reads and writes its executions' frames on `channel`, a socket of its own.
   // `on_busy(true)` runs on the slot thread when an execution starts, `on_busy(false)` when it
-  // has ended, so the worker's watchdog knows when to look. `prepared` is the worker's cache
-  // of source preparations, shared by its slots; `snapshot` (may be null) is what the slot's
-  // isolates start from.
+  // has ended, so the worker's watchdog knows when to look; `busy_slots` is how many of the
+  // worker's slots are between the two. `prepared` is the worker's cache of source
+  // preparations, shared by its slots; `snapshot` (may be null) is what the slot's isolates
+  // start from. While it is the worker's only busy slot, the slot polls its socket for up to
+  // `poll_budget` before it sleeps waiting for a tool result (poll_before_sleep.hpp).
   Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
-       StartupSnapshot* snapshot, std::function<void(bool running)> on_busy);
+       StartupSnapshot* snapshot, std::function<void(bool running)> on_busy,
+       const std::atomic<int>& busy_slots, std::chrono::microseconds poll_budget);
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
 
@@ -116,7 +120,9 @@ class Slot {
   // The next frame from the host, or NoInput once `deadline` passes. The host sends a
   // slot only these four kinds; anything else, or bytes that are not a frame, ends the
   // process, as does the host closing the socket.
-  std::variant<SlotInput, NoInput> next_input(std::chrono::steady_clock::time_point deadline);
+  // Polls for up to `poll_budget` before it sleeps (and tells poll_policy_ how that went).
+  std::variant<SlotInput, NoInput> next_input(std::chrono::steady_clock::time_point deadline,
+                                              std::chrono::microseconds poll_budget = {});
   void set_wall_deadline(const Execution& e);
 
   static void js_call(const v8::FunctionCallbackInfo<v8::Value>& info);
@@ -134,6 +140,8 @@ class Slot {
   PreparedCache& prepared_;
   StartupSnapshot* snapshot_;
   std::function<void(bool)> on_busy_;
+  const std::atomic<int>& busy_slots_;
+  PollBeforeSleep poll_policy_;
   pthread_t thread_{};
 
   // Start-up handshake with the worker's main thread.

@@ -17,7 +17,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <condition_variable>
 #include <cstdio>
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "channel.hpp"
+#include "dorm/engine/poll_before_sleep.hpp"
 #include "seccomp_filter.hpp"
 #include "slot.hpp"
 #include "time_platform.hpp"
@@ -90,12 +93,15 @@ void set_limit(int resource, rlim_t value) {
 class Worker {
  public:
   // Slot i talks on fd `control_fd + 1 + i`.
-  Worker(Channel& control, v8::Platform& platform, int control_fd, int slots) : control_(control) {
+  Worker(Channel& control, v8::Platform& platform, int control_fd, int slots,
+         std::chrono::microseconds poll_budget)
+      : control_(control) {
     StartupSnapshot* snapshot = startup_snapshot(Slot::bridge());
     for (int i = 0; i < slots; ++i) {
       channels_.push_back(std::make_unique<Channel>(control_fd + 1 + i));
       slots_.push_back(std::make_unique<Slot>(*channels_.back(), platform, prepared_, snapshot,
-                                              [this](bool running) { busy(running); }));
+                                              [this](bool running) { busy(running); },
+                                              busy_slots_, poll_budget));
     }
   }
 
@@ -133,6 +139,7 @@ class Worker {
 
  private:
   void busy(bool running) {
+    busy_slots_.fetch_add(running ? 1 : -1, std::memory_order_relaxed);
     {
       std::lock_guard lock(mutex_);
       running_ += running ? 1 : -1;
@@ -162,6 +169,8 @@ class Worker {
   std::mutex mutex_;
   std::condition_variable cv_;
   int running_ = 0;  // slots running an execution
+  // The same count, for the slots' polling policy, which reads it without the lock.
+  std::atomic<int> busy_slots_{0};
   std::thread watchdog_;
 };
 
@@ -198,10 +207,16 @@ int main(int argc, char** argv) {
   int slots = 2;
   std::uint64_t address_space_mb = 0;
   std::string probe_call;
+  long poll_us = dorm::engine::PollBeforeSleep::kDefaultBudget.count();
   app.add_option("--fd", fd, "the control socket to the host; slot i's socket is fd + 1 + i")->capture_default_str();
   app.add_option("--slots", slots, "executions run at once")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--address-space-mb", address_space_mb,
                  "RLIMIT_AS in MiB (0: none; always none under AddressSanitizer)");
+  app.add_option("--poll-us", poll_us,
+                 "how long a slot running the worker's only execution polls for a tool result "
+                 "before it sleeps, in microseconds (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 10'000L));
   app.add_option("--probe-syscall", probe_call,
                  "diagnostics: lock down without a host, make this call (socket, openat, execve, "
                  "fork) and report; a forbidden one kills the process with SIGSYS");
@@ -225,7 +240,7 @@ int main(int argc, char** argv) {
 
   v8::Platform& platform = init_v8_with_host_time(v8_flags().c_str());
   Channel channel(fd);
-  static Worker worker(channel, platform, fd, slots);
+  static Worker worker(channel, platform, fd, slots, std::chrono::microseconds(poll_us));
   worker.start();
   set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(last_fd) + 1);
   if (!install_seccomp_filter()) {

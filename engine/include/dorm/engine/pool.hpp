@@ -32,6 +32,7 @@
 #include "dorm/engine/failure.hpp"
 #include "dorm/engine/journal.hpp"
 #include "dorm/engine/limits.hpp"
+#include "dorm/engine/poll_before_sleep.hpp"
 #include "dorm/engine/wire.hpp"
 #include "dorm/result.hpp"
 
@@ -62,6 +63,10 @@ struct PoolOptions {
   std::uint64_t address_space_mb = 0;
   // Keep the worker's stderr (for debugging); otherwise it is /dev/null.
   bool keep_worker_stderr = false;
+  // How long a waiter polls before it sleeps when only one execution runs: a slot waiting
+  // for a tool result, the pool thread waiting for that execution's next frame
+  // (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
+  std::chrono::microseconds poll_before_sleep = PollBeforeSleep::kDefaultBudget;
   // Host time; nullptr means the system clock. Must outlive the pool.
   const Clock* clock = nullptr;
 };

@@ -124,6 +124,9 @@ struct ServerOptions {
   bool code_mode = false;
   unsigned engine_workers = 0;  // 0: one per core
   unsigned engine_slots = 4;    // executions per worker at once
+  // How long an engine waiter polls before sleeping while one execution runs
+  // (engine::PollBeforeSleep); 0: never.
+  long engine_poll_us = 50;
   // How long a paused execution waits for resume before its approval is declined.
   std::int64_t approval_timeout_ms = 4 * 60 * 1000;
   // How long a paused execution keeps its isolate for a prompt resume (0: cold at once).
