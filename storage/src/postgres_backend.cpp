@@ -116,7 +116,14 @@ PostgresBackend::PostgresBackend(Settings settings, OpenMode mode)
 
 PostgresBackend::~PostgresBackend() {
   idle_.clear();
-  owner_.reset();  // ends its session: the server releases the owner lock
+  // The owner lock is released here, before the session ends: closing the connection only
+  // tells the server to end it, and the server drops the session's locks when its backend
+  // process gets to it, which can be after the next opener (this process restarting, a
+  // lone owner after the last node) was refused as busy.
+  if (owner_ && !owner_->broken()) {
+    (void)owner_->exec("SELECT pg_advisory_unlock_all()", description_ + ": releasing the owner lock");
+  }
+  owner_.reset();
 }
 
 Result<std::unique_ptr<PostgresBackend::Connection>> PostgresBackend::connect_one(bool prepare) {
