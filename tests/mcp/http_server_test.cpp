@@ -416,14 +416,25 @@ TEST_CASE("http server: a draining server that shares its port answers the conne
     if ((*res)["X-Server"] == "old") ++answered_by_old;
   }
   CHECK(answered_by_old > 0);
-  // New connections reach the successor while the old listener is still open.
-  for (int i = 0; i < 16; ++i) {
+  // New connections reach the successor while the old listener is still open, and every
+  // one is answered. The kernel falls back to its hash when it cannot run the steering
+  // program for a handshake (it runs it on a clone of the packet, made without waiting for
+  // memory); such a connection lands on the draining server, which still answers it. That
+  // happened once in CI (1 of 16, 2026-12-07, not reproduced in 300 runs since), so the
+  // check is that nearly all go to the successor: with the hash alone, about half would,
+  // and 28 or more of 32 would happen about once in 100,000 runs.
+  constexpr int kFresh = 32;
+  int to_new = 0;
+  for (int i = 0; i < kFresh; ++i) {
     Client fresh(options.listen.port);
     fresh.send_only(mcp_post());
     auto res = fresh.read_within(std::chrono::seconds(10));
     REQUIRE(res);
-    CHECK((*res)["X-Server"] == "new");
+    std::string server((*res)["X-Server"]);
+    CHECK((server == "new" || server == "old"));
+    to_new += server == "new";
   }
+  CHECK(to_new >= kFresh - 4);
   CHECK(holder.read_within(std::chrono::seconds(10)));
 
   // Once the old listener has closed, the port's group forgets the steering: the next
