@@ -610,7 +610,8 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options,
   }
   if (options.recycle_after == 0)
     return Error{ErrorCode::invalid_argument, "recycle_after must be at least 1"};
-  if (options.poll_before_sleep.count() < 0 || options.poll_before_sleep > std::chrono::milliseconds(10)) {
+  if (options.poll_before_sleep.count() < 0 ||
+      options.poll_before_sleep > PollBeforeSleep::kMaxBudget) {
     return Error{ErrorCode::invalid_argument,
                  "poll_before_sleep must be between 0 and 10 ms; got " +
                      std::to_string(options.poll_before_sleep.count()) + " µs"};

@@ -55,9 +55,13 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     posix_spawn_file_actions_adddup2(&actions, pairs[i][1], kFirstFd + static_cast<int>(i));
   }
-  std::vector<std::string> args = {command.path, "--fd", std::to_string(kFirstFd), "--slots",
-                                   std::to_string(command.slots), "--poll-us",
-                                   std::to_string(command.poll_us)};
+  std::vector<std::string> args = {command.path,
+                                   "--fd",
+                                   std::to_string(kFirstFd),
+                                   "--slots",
+                                   std::to_string(command.slots),
+                                   "--poll-us",
+                                   std::to_string(command.poll_budget.count())};
   if (command.address_space_mb > 0) {
     args.insert(args.end(), {"--address-space-mb", std::to_string(command.address_space_mb)});
   }

@@ -4,10 +4,12 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "dorm/engine/poll_before_sleep.hpp"
 #include "dorm/result.hpp"
 
 namespace dorm::engine {
@@ -17,7 +19,7 @@ struct WorkerCommand {
   unsigned slots = 1;                // --slots
   std::uint64_t address_space_mb = 0;  // --address-space-mb (0: none)
   bool keep_stderr = false;          // otherwise stderr is /dev/null
-  long poll_us = 50;                 // --poll-us
+  std::chrono::microseconds poll_budget = PollBeforeSleep::kDefaultBudget;  // --poll-us
 };
 
 struct WorkerProcess {

@@ -226,12 +226,13 @@ void add_serve_code_mode_options(CLI::App& cmd, dorm::tools::ServeOptions& serve
   cmd.add_option("--engine-slots", serve.engine_slots, "Executions each engine worker runs at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  cmd.add_option("--engine-poll-us", serve.engine_poll_us,
-                 "While one execution runs, how long the engine polls for its next tool result or "
-                 "frame before it sleeps, in microseconds: spends up to that much CPU per tool call "
-                 "to save two thread wake-ups (0: never)")
+  cmd.add_option(
+         "--engine-poll-us", serve.engine_poll_us,
+         "While one execution runs, how long the engine polls for its next tool result or "
+         "frame before it sleeps, in microseconds: spends up to that much CPU per tool call "
+         "to save two thread wake-ups (0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0L, 10'000L));
+      ->check(CLI::Range(0L, static_cast<long>(dorm::engine::PollBeforeSleep::kMaxBudget.count())));
   cmd.add_option(
          "--approval-timeout", serve.approval_timeout_ms,
          "How long a paused execution waits for resume before its approval is declined (a number "

@@ -178,7 +178,7 @@ void Slot::new_isolate(std::uint64_t heap_bytes) {
   params.constraints.set_max_old_generation_size_in_bytes(heap_bytes + heap_bytes / 4);
   params.constraints.set_max_young_generation_size_in_bytes(std::min<std::uint64_t>(16u << 20, heap_bytes / 4));
   isolate_ = v8::Isolate::New(params);
-  isolate_->SetData(0, this);
+  isolate_->SetData(kIsolateDataIndex, this);
   isolate_->SetMicrotasksPolicy(v8::MicrotasksPolicy::kExplicit);
   isolate_->AddNearHeapLimitCallback(&Slot::near_heap_limit, this);
   isolate_->AddGCEpilogueCallback(&Slot::after_full_gc, this, v8::kGCTypeMarkSweepCompact);
@@ -398,7 +398,8 @@ std::size_t Slot::near_heap_limit(void* data, std::size_t current, std::size_t) 
 void Slot::report_fatal_oom(const char* location) {
   // The isolate that ran out tells which slot it was; V8 may call this on a thread of its own.
   v8::Isolate* isolate = v8::Isolate::TryGetCurrent();
-  Slot* self = isolate != nullptr ? static_cast<Slot*>(isolate->GetData(0)) : t_slot;
+  Slot* self =
+      isolate != nullptr ? static_cast<Slot*>(isolate->GetData(kIsolateDataIndex)) : t_slot;
   if (self == nullptr) self = t_slot;
   if (self != nullptr) {
     // First, so the host starts nothing more here once it sees the failure below.

@@ -86,6 +86,10 @@ class Slot {
   // The execution running on the calling thread's slot, for the fatal OOM handler.
   static void report_fatal_oom(const char* location);
 
+  // Where a slot puts itself in its isolate's data (Isolate::SetData), for the callbacks
+  // that V8 calls with only the isolate at hand.
+  static constexpr std::uint32_t kIsolateDataIndex = 0;
+
   // The native functions the prelude gets as its bridge (for startup_snapshot()).
   static std::span<const BridgeFunction> bridge();
 

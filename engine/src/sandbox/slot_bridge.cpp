@@ -5,9 +5,9 @@
 namespace dorm::engine::sandbox {
 
 namespace {
-// Each slot has an isolate of its own and puts itself in the isolate's data slot 0.
+// Each slot has an isolate of its own and puts itself in the isolate's data.
 Slot* slot_of(const v8::FunctionCallbackInfo<v8::Value>& info) {
-  return static_cast<Slot*>(info.GetIsolate()->GetData(0));
+  return static_cast<Slot*>(info.GetIsolate()->GetData(Slot::kIsolateDataIndex));
 }
 }  // namespace
 

@@ -99,9 +99,9 @@ class Worker {
     StartupSnapshot* snapshot = startup_snapshot(Slot::bridge());
     for (int i = 0; i < slots; ++i) {
       channels_.push_back(std::make_unique<Channel>(control_fd + 1 + i));
-      slots_.push_back(std::make_unique<Slot>(*channels_.back(), platform, prepared_, snapshot,
-                                              [this](bool running) { busy(running); },
-                                              busy_slots_, poll_budget));
+      slots_.push_back(std::make_unique<Slot>(
+          *channels_.back(), platform, prepared_, snapshot, [this](bool running) { busy(running); },
+          running_, poll_budget));
     }
   }
 
@@ -139,10 +139,11 @@ class Worker {
 
  private:
   void busy(bool running) {
-    busy_slots_.fetch_add(running ? 1 : -1, std::memory_order_relaxed);
     {
+      // Changed under the lock, so the watchdog's wait below never misses it; the slots'
+      // polling policy reads it without.
       std::lock_guard lock(mutex_);
-      running_ += running ? 1 : -1;
+      running_.fetch_add(running ? 1 : -1, std::memory_order_relaxed);
     }
     if (running) cv_.notify_all();
   }
@@ -168,9 +169,7 @@ class Worker {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  int running_ = 0;  // slots running an execution
-  // The same count, for the slots' polling policy, which reads it without the lock.
-  std::atomic<int> busy_slots_{0};
+  std::atomic<int> running_{0};  // slots running an execution
   std::thread watchdog_;
 };
 
@@ -216,7 +215,7 @@ int main(int argc, char** argv) {
                  "how long a slot running the worker's only execution polls for a tool result "
                  "before it sleeps, in microseconds (0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0L, 10'000L));
+      ->check(CLI::Range(0L, static_cast<long>(dorm::engine::PollBeforeSleep::kMaxBudget.count())));
   app.add_option("--probe-syscall", probe_call,
                  "diagnostics: lock down without a host, make this call (socket, openat, execve, "
                  "fork) and report; a forbidden one kills the process with SIGSYS");

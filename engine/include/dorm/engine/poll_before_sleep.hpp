@@ -29,6 +29,8 @@ class PollBeforeSleep {
   // 50 µs: a little above the round trip it is meant to catch (slot -> pool -> slot,
   // 20-40 µs when neither side sleeps), so a hit costs less than a wake-up would.
   static constexpr std::chrono::microseconds kDefaultBudget{50};
+  // A budget above this would spend more CPU polling than a sleep and a wake-up cost.
+  static constexpr std::chrono::microseconds kMaxBudget{10'000};
   static constexpr unsigned kProbeEvery = 8;
 
   // A zero budget turns polling off.

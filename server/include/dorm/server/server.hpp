@@ -32,10 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "dorm/engine/poll_before_sleep.hpp"
 #include "dorm/mcp/prompt_registry.hpp"
-#include "dorm/result.hpp"
 #include "dorm/mcp/resource_registry.hpp"
 #include "dorm/mcp/tool_registry.hpp"
+#include "dorm/result.hpp"
 #include "dorm/storage/backend.hpp"
 
 namespace dorm {
@@ -126,7 +127,7 @@ struct ServerOptions {
   unsigned engine_slots = 4;    // executions per worker at once
   // How long an engine waiter polls before sleeping while one execution runs
   // (engine::PollBeforeSleep); 0: never.
-  long engine_poll_us = 50;
+  long engine_poll_us = engine::PollBeforeSleep::kDefaultBudget.count();
   // How long a paused execution waits for resume before its approval is declined.
   std::int64_t approval_timeout_ms = 4 * 60 * 1000;
   // How long a paused execution keeps its isolate for a prompt resume (0: cold at once).
