@@ -102,6 +102,12 @@ TEST_CASE("engine: a body's return value is the result, as JSON") {
   CHECK(result_of("return await Promise.resolve('later')") == R"("later")");
 }
 
+TEST_CASE("engine: an asm.js module runs, as plain JavaScript") {
+  // The worker turns asm.js validation off (it would compile the module to WebAssembly).
+  CHECK(result_of("function M(stdlib) { 'use asm'; function add(a, b) { a = a | 0; b = b | 0; "
+                  "return (a + b) | 0; } return { add: add }; } return M(globalThis).add(40, 2)") == "42");
+}
+
 TEST_CASE("engine: tools is a lazy proxy of dotted paths, answered with parsed JSON") {
   Run run = finish("const r = await tools.github.issues.list({repo: 'dorm', n: 2}); return r.args.n + 1");
   REQUIRE(run.rec->result);

@@ -38,15 +38,19 @@
 namespace dorm::engine::sandbox {
 namespace {
 
-// V8 flags: no WebAssembly (its memory bypasses the ArrayBuffer allocator), no shared
-// memory or Atomics (nothing to share, and Atomics.wait blocks a slot), no natives syntax.
+// V8 flags: no WebAssembly (its memory bypasses the ArrayBuffer allocator), and no asm.js
+// validation either: it would compile "use asm" modules to WebAssembly, and while it is on,
+// every new context installs V8's WebAssembly internals even with WebAssembly hidden — 18 %
+// of the cost of making a context in a worker profile. asm.js code still runs, as plain
+// JavaScript. No shared memory or Atomics (nothing to share, and Atomics.wait blocks a
+// slot), no natives syntax.
 // No incremental marking: a full collection marks the heap in one pause. Incremental
 // marking spreads that work over the program's allocations to keep pauses short, which
 // an execution (one short program per isolate, its results awaited as a whole) does not
 // need, and it made a heap that only grows slower to reach and cross heap_bytes: a memory
 // bomb took 330-415 ms to end with it, 215-265 ms without (docs/benchmarks.md, Engine).
 constexpr const char* kV8Flags =
-    "--no-expose-wasm --no-harmony-sharedarraybuffer --no-harmony-atomics "
+    "--no-expose-wasm --no-validate-asm --no-harmony-sharedarraybuffer --no-harmony-atomics "
     "--no-allow-natives-syntax --no-expose-gc --no-incremental-marking";
 
 // One hash seed for every isolate of this worker, random per worker (V8's default is one per
