@@ -62,6 +62,7 @@ PoolImpl::~PoolImpl() {
                   "the engine pool shut down before the execution ended");
   }
   if (inbox_->wake_fd >= 0) close(inbox_->wake_fd);
+  if (shared_snapshot_ >= 0) close(shared_snapshot_);
 }
 
 Result<void> PoolImpl::open(std::chrono::milliseconds ready_timeout) {
@@ -529,6 +530,9 @@ bool PoolImpl::handle(WorkerProc& w, int which, wire::Message message) {
   if (std::holds_alternative<wire::Exiting>(message)) {
     on_exiting(w);
     return true;
+  }
+  if (auto* snapshot = std::get_if<wire::Snapshot>(&message)) {
+    return which < 0 ? on_worker_snapshot(w, *snapshot) : violation(w, "a snapshot on a slot's socket");
   }
   return handle_execution_frame(w, which, message);
 }

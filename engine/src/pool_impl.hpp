@@ -124,6 +124,8 @@ struct WorkerProc {
   std::vector<SlotConn> conns;  // slot i's socket is conns[i]
   enum class State { starting, ready, retiring } state = State::starting;
   bool dying = false;  // said it is about to exit: counts as lost, not recycled
+  bool took_snapshot = false;  // started from the pool's shared snapshot
+  bool sent_snapshot = false;  // sent its own snapshot (at most once, before ready)
   std::uint32_t slots = 0;
   std::uint64_t started = 0;
   std::map<std::uint64_t, std::shared_ptr<ExecutionImpl>> running;
@@ -198,6 +200,7 @@ class PoolImpl final : public Pool {
   static void close_all(WorkerProc& w);
   void stop_worker(WorkerProc& w);
   bool on_worker_ready(WorkerProc& w, const wire::Ready& ready);
+  bool on_worker_snapshot(WorkerProc& w, const wire::Snapshot& snapshot);
   void on_exiting(WorkerProc& w);
   void lose(WorkerProc& w, const std::string& why);
   void reap_lost();
@@ -225,6 +228,9 @@ class PoolImpl final : public Pool {
   bool lost_ = false;
   unsigned consecutive_crashes_ = 0;
   SteadyTime respawn_at_ = kNever;
+  // The startup snapshot the first worker made, as a sealed memfd handed to the workers
+  // started after it (-1: none yet, or dropped because a worker died starting from it).
+  int shared_snapshot_ = -1;
   std::shared_ptr<ExecutionImpl> judged_;
   FailureKind judged_kind_ = FailureKind::wall_limit;
   std::string judged_message_;

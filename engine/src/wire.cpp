@@ -12,7 +12,7 @@ namespace {
 enum class Type : std::uint8_t {
   start = 1, tool_result = 2, timer_fired = 3, cancel = 4, ping = 5,
   ready = 16, tool_call = 17, log = 18, emit = 19, timer_set = 20, timer_clear = 21,
-  completed = 22, failed = 23, pong = 24, exiting = 25,
+  completed = 22, failed = 23, pong = 24, exiting = 25, snapshot = 26,
 };
 enum class EntryType : std::uint8_t {
   tool_call = 64, tool_result = 65, timer_set = 66, timer_clear = 67, timer_fired = 68,
@@ -261,6 +261,18 @@ Failed get_failed_frame(Reader& r) {
   return m;
 }
 
+Snapshot get_snapshot_frame(Reader& r) {
+  Snapshot m;
+  m.hash_seed = r.integer<std::uint64_t>();
+  m.preparer_context = r.integer<std::uint32_t>();
+  m.has_prelude = r.boolean();
+  m.prelude_context = r.integer<std::uint32_t>();
+  m.prelude_hooks = r.integer<std::uint32_t>();
+  m.blob = r.bytes();
+  if (r.ok() && m.blob.empty()) r.fail("an empty startup snapshot");
+  return m;
+}
+
 Error malformed(const std::string& what) {
   return Error{ErrorCode::invalid_argument, "malformed engine frame: " + what};
 }
@@ -344,10 +356,18 @@ void encode(const Message& message, std::string& out) {
         } else if constexpr (std::is_same_v<T, Pong>) {
           type(Type::pong);
           w.integer(m.nonce);
-        } else {
-          static_assert(std::is_same_v<T, Exiting>);
+        } else if constexpr (std::is_same_v<T, Exiting>) {
           type(Type::exiting);
           w.bytes(m.reason);
+        } else {
+          static_assert(std::is_same_v<T, Snapshot>);
+          type(Type::snapshot);
+          w.integer(m.hash_seed);
+          w.integer(m.preparer_context);
+          w.boolean(m.has_prelude);
+          w.integer(m.prelude_context);
+          w.integer(m.prelude_hooks);
+          w.bytes(m.blob);
         }
       },
       message);
@@ -378,6 +398,7 @@ Result<Message> decode(std::span<const std::uint8_t> body) {
     case Type::failed: message = get_failed_frame(r); break;
     case Type::pong: message = Pong{r.integer<std::uint64_t>()}; break;
     case Type::exiting: message = Exiting{r.bytes()}; break;
+    case Type::snapshot: message = get_snapshot_frame(r); break;
     default: return malformed("unknown frame type " + std::to_string(type));
   }
   if (!r.ok()) return malformed(r.error());

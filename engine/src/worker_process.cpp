@@ -47,6 +47,17 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
       return Error{ErrorCode::io_error, std::string("fcntl: ") + std::strerror(error)};
     }
   }
+  // Moved above the sockets' range for the same reason as their ends.
+  const int snapshot_at = kFirstFd + 1 + static_cast<int>(command.slots);
+  int snapshot_copy = -1;
+  if (command.snapshot_fd >= 0) {
+    snapshot_copy = fcntl(command.snapshot_fd, F_DUPFD_CLOEXEC, snapshot_at + 1);
+    if (snapshot_copy < 0) {
+      int error = errno;
+      close_all(true);
+      return Error{ErrorCode::io_error, std::string("fcntl: ") + std::strerror(error)};
+    }
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -62,6 +73,10 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
                                    std::to_string(command.slots),
                                    "--poll-us",
                                    std::to_string(command.poll_budget.count())};
+  if (snapshot_copy >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, snapshot_copy, snapshot_at);
+    args.insert(args.end(), {"--snapshot-fd", std::to_string(snapshot_at)});
+  }
   if (command.address_space_mb > 0) {
     args.insert(args.end(), {"--address-space-mb", std::to_string(command.address_space_mb)});
   }
@@ -82,6 +97,7 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
   int rc = posix_spawn(&pid, command.path.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close_all(rc != 0);
+  if (snapshot_copy >= 0) close(snapshot_copy);
   if (rc != 0) {
     return Error{ErrorCode::io_error, "cannot start the engine worker '" + command.path +
                                           "': " + std::strerror(rc)};

@@ -20,6 +20,7 @@ struct WorkerCommand {
   std::uint64_t address_space_mb = 0;  // --address-space-mb (0: none)
   bool keep_stderr = false;          // otherwise stderr is /dev/null
   std::chrono::microseconds poll_budget = PollBeforeSleep::kDefaultBudget;  // --poll-us
+  int snapshot_fd = -1;  // the pool's startup snapshot, passed on as --snapshot-fd (-1: none)
 };
 
 struct WorkerProcess {
@@ -33,7 +34,7 @@ struct WorkerProcess {
 
 // Spawns the worker with its ends of fresh socketpairs as fd 3 (control) and fds 4 … 3+slots
 // (one per slot, so a slot thread reads its own frames instead of waiting for a reader
-// thread to hand them over), stdin and stdout (and stderr unless kept) on /dev/null, and no
+// thread to hand them over), the snapshot (if any) as fd 4+slots, stdin and stdout (and stderr unless kept) on /dev/null, and no
 // environment but the sanitizer settings of a test build. Nothing else of this process is inherited: every other fd is close-on-exec,
 // and the worker closes whatever is left before it reads a frame.
 Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command);

@@ -4,11 +4,16 @@
 // PoolOptions::recycle_after executions is retired and replaced once it is idle.
 // Runs on the pool thread (pool.cpp's loop), except spawn() and stop_worker() at open and
 // at destruction.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
 
 #include "dorm/runtime/log.hpp"
 #include "pool_impl.hpp"
@@ -23,7 +28,7 @@ constexpr int kMissedHeartbeats = 5;
 
 Result<void> PoolImpl::spawn() {
   WorkerCommand command{options_.worker_path, options_.slots_per_worker, options_.address_space_mb,
-                        options_.keep_worker_stderr, options_.poll_before_sleep};
+                        options_.keep_worker_stderr, options_.poll_before_sleep, shared_snapshot_};
   auto process = spawn_worker_process(command);
   if (!process) return process.error();
   pid_t pid = process->pid;
@@ -32,6 +37,7 @@ Result<void> PoolImpl::spawn() {
   w->control.fd = process->fd;
   w->conns.resize(process->slot_fds.size());
   for (std::size_t i = 0; i < w->conns.size(); ++i) w->conns[i].fd = process->slot_fds[i];
+  w->took_snapshot = shared_snapshot_ >= 0;
   w->last_heard = w->spawned_at = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mutex_);
@@ -85,6 +91,38 @@ bool PoolImpl::on_worker_ready(WorkerProc& w, const wire::Ready& ready) {
   return true;
 }
 
+// A worker's own startup snapshot, made before its ready: the first one is kept, sealed, for
+// the workers started later (docs/engine.md, "One startup snapshot per pool"). The pool
+// never reads the blob; only workers do, and they are sandboxed like the one that made it.
+bool PoolImpl::on_worker_snapshot(WorkerProc& w, const wire::Snapshot& snapshot) {
+  if (w.state != WorkerProc::State::starting || w.sent_snapshot || w.took_snapshot) {
+    return violation(w, "an unexpected startup snapshot");
+  }
+  w.sent_snapshot = true;
+  if (shared_snapshot_ >= 0) return true;
+  std::string frame;
+  wire::encode(snapshot, frame);
+  std::string_view body = std::string_view(frame).substr(4);  // what decode() reads
+  int fd = memfd_create("dorm-engine-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  bool written = fd >= 0;
+  for (std::size_t done = 0; written && done < body.size();) {
+    ssize_t n = write(fd, body.data() + done, body.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    written = n > 0;
+    done += written ? static_cast<std::size_t>(n) : 0;
+  }
+  written = written && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
+  if (!written) {
+    // Not fatal: each worker then makes its own, as the first did.
+    log::warn("engine_snapshot_not_shared", {{"reason", std::string(std::strerror(errno))}});
+    if (fd >= 0) close(fd);
+    return true;
+  }
+  shared_snapshot_ = fd;
+  log::info("engine_snapshot_shared", {{"bytes", snapshot.blob.size()}, {"pid", w.pid}});
+  return true;
+}
+
 // The worker said it is about to exit: it takes no new executions, and its loss counts
 // as a loss, not a recycling.
 void PoolImpl::on_exiting(WorkerProc& w) {
@@ -107,6 +145,12 @@ void PoolImpl::lose(WorkerProc& w, const std::string& why) {
   w.pid = -1;
   std::string how = why + "; " + describe_status(status);
   bool recycled = w.state == WorkerProc::State::retiring && w.running.empty() && !w.dying;
+  if (w.state == WorkerProc::State::starting && w.took_snapshot && shared_snapshot_ >= 0 && !stopping_) {
+    // Perhaps the snapshot is what killed it: the next worker makes (and shares) its own.
+    close(shared_snapshot_);
+    shared_snapshot_ = -1;
+    log::warn("engine_snapshot_dropped", {{"pid", pid}});
+  }
   {
     std::lock_guard lock(mutex_);
     std::erase(pids_, pid);

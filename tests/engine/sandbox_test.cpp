@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -381,6 +383,112 @@ TEST_CASE("sandbox: workers are recycled after their quota of executions") {
   CHECK(pool.stats().workers_spawned >= 3);
   CHECK(pool.stats().workers_lost == 0);
   CHECK(pool.worker_pids() != first);
+}
+
+namespace {
+
+std::string cmdline_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
+}
+
+// A fresh context as its code sees it: the globals, what a hash-keyed lookup gives, and
+// source preparation (TypeScript) — with a tool call held open in the middle, so the test
+// can tell which worker runs it.
+constexpr const char* kFingerprint =
+    "```ts\n"
+    "const names: string[] = Object.getOwnPropertyNames(globalThis).sort();\n"
+    "const table: Record<string, number> = {};\n"
+    "for (let i = 0; i < 300; i++) table['k' + (i * 7919) % 1000] = i;\n"
+    "await tools.hold();\n"
+    "return [names.join(','), Object.keys(table).length, table.k919, typeof tools.x.y];\n"
+    "```";
+
+// Runs kFingerprint; its result and the command line of the worker that ran it.
+std::pair<std::string, std::string> fingerprint(Pool& pool) {
+  auto rec = std::make_shared<Recorder>();
+  auto started = pool.start(ExecutionRequest{"fingerprint", kFingerprint, limits(), {}}, rec);
+  REQUIRE(started.ok());
+  rec->attach(*started);
+  REQUIRE(rec->wait_calls(1));
+  auto pid = pool.worker_of(**started);
+  REQUIRE(pid.has_value());
+  std::string cmdline = cmdline_of(*pid);
+  (*started)->deliver_tool_result(1, true, "{}");
+  REQUIRE(rec->wait_done());
+  INFO((rec->failure ? rec->failure->second : ""));
+  REQUIRE(rec->result);
+  return {*rec->result, cmdline};
+}
+
+dorm::Result<std::unique_ptr<Pool>> recycling_pool(std::string worker) {
+  PoolOptions options;
+  options.worker_path = std::move(worker);
+  options.workers = 1;
+  options.slots_per_worker = 1;
+  options.recycle_after = 1;  // a new worker for every execution
+  options.keep_worker_stderr = true;
+  return Pool::create(options);
+}
+
+}  // namespace
+
+TEST_CASE("sandbox: workers started after the first take its startup snapshot and run code alike") {
+  auto created = recycling_pool(DORM_ENGINE_WORKER);
+  REQUIRE(created.ok());
+  Pool& pool = **created;
+  auto [first, first_command] = fingerprint(pool);
+  CHECK(first.find("Object,") != std::string::npos);
+  CHECK(first_command.find("--snapshot-fd") == std::string::npos);
+  for (int i = 0; i < 2; ++i) {
+    auto [later, later_command] = fingerprint(pool);
+    CHECK(later_command.find("--snapshot-fd") != std::string::npos);
+    CHECK(later == first);
+  }
+  CHECK(pool.stats().workers_spawned >= 3);
+  CHECK(pool.stats().workers_lost == 0);
+}
+
+TEST_CASE("sandbox: a worker that dies starting from the shared snapshot makes the pool drop it") {
+  // The real worker, except that the first one handed the pool's snapshot finds /dev/null
+  // in its place (and exits before its ready).
+  auto dir = std::filesystem::temp_directory_path() / ("dorm-snapshot-worker-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto script = dir / "worker.sh";
+  auto marker = dir / "broke-one";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/bash\n"
+           "for ((i = 1; i <= $#; i++)); do\n"
+           "  if [[ ${!i} == --snapshot-fd && ! -e '" << marker.string() << "' ]]; then\n"
+           "    : > '" << marker.string() << "'\n"
+           "    j=$((i + 1))\n"
+           "    eval \"exec ${!j}</dev/null\"\n"
+           "  fi\n"
+           "done\n"
+           "exec '" << DORM_ENGINE_WORKER << "' \"$@\"\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  {
+    auto created = recycling_pool(script.string());
+    REQUIRE(created.ok());
+    Pool& pool = **created;
+    auto [first, first_command] = fingerprint(pool);
+    // The next worker is handed the snapshot and dies; the one after it makes its own.
+    auto [second, second_command] = fingerprint(pool);
+    CHECK(std::filesystem::exists(marker));
+    CHECK(second_command.find("--snapshot-fd") == std::string::npos);
+    CHECK(second == first);
+    CHECK(pool.stats().workers_lost == 1);
+    // ... and shares it: the one after that starts from it.
+    auto [third, third_command] = fingerprint(pool);
+    CHECK(third_command.find("--snapshot-fd") != std::string::npos);
+    CHECK(third == first);
+    CHECK(pool.stats().workers_lost == 1);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("sandbox: executions outlive their pool safely and hear why they ended") {

@@ -87,6 +87,13 @@ TEST_CASE("wire: every message survives a byte-at-a-time round trip") {
   CHECK(std::get<Ping>(round_trip(Ping{11})).nonce == 11);
   CHECK(std::get<Pong>(round_trip(Pong{11})).nonce == 11);
   CHECK(std::get<Cancel>(round_trip(Cancel{5})).exec == 5);
+  auto snapshot = std::get<Snapshot>(round_trip(Snapshot{42, 1, true, 2, 3, std::string("blob\0bytes", 10)}));
+  CHECK(snapshot.hash_seed == 42);
+  CHECK(snapshot.preparer_context == 1);
+  CHECK(snapshot.has_prelude);
+  CHECK(snapshot.prelude_context == 2);
+  CHECK(snapshot.prelude_hooks == 3);
+  CHECK(snapshot.blob == std::string("blob\0bytes", 10));
 }
 
 TEST_CASE("wire: malformed bodies are refused, naming what is wrong") {
@@ -127,6 +134,11 @@ TEST_CASE("wire: malformed bodies are refused, naming what is wrong") {
     std::string l = body(Log{1, LogLevel::info, "x"});
     l[1 + 8] = 9;
     CHECK_FALSE(decode(bytes_of(l)).ok());
+  }
+  SUBCASE("a startup snapshot without a blob") {
+    auto r = decode(bytes_of(body(Snapshot{42, 0, false, 0, 0, ""})));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("an empty startup snapshot") != std::string::npos);
   }
   SUBCASE("a journal count larger than the frame could hold") {
     Start s{1, "e", "", Limits{}, Journal{}};

@@ -12,8 +12,10 @@
 // (prelude.hpp). Each execution's context is a copy of it, deserialised, so no execution
 // pays for running the prelude (about a fifth of a context's cost when it ran per context).
 //
-// Built in this process, with this process's V8 flags, before the seccomp filter; a
-// snapshot cannot be carried between V8 builds or flag sets anyway.
+// Built before the seccomp filter, by the worker itself or — the usual case — by the pool's
+// first worker and handed to the others (wire::Snapshot; docs/engine.md, "One startup
+// snapshot per pool"). A snapshot cannot be carried between V8 builds or flag sets, so it
+// is only ever used by workers of the same executable with the same flags and hash seed.
 #pragma once
 
 #include <v8.h>
@@ -23,13 +25,18 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "dorm/engine/wire.hpp"
 
 #include "prelude.hpp"
 
 namespace dorm::engine::sandbox {
 
 struct StartupSnapshot {
+  // V8's view of `bytes` (set_bytes keeps the two in step): V8 takes it through a non-const
+  // pointer but only reads it, for as long as any isolate made from it exists.
   v8::StartupData blob{nullptr, 0};
   std::size_t preparer_context = 0;  // for SourcePreparer(isolate, index)
   // An execution context with the prelude applied; nullopt if the snapshot was made
@@ -43,12 +50,27 @@ struct StartupSnapshot {
   StartupSnapshot() = default;
   StartupSnapshot(const StartupSnapshot&) = delete;
   StartupSnapshot& operator=(const StartupSnapshot&) = delete;
-  ~StartupSnapshot() { delete[] blob.data; }
+
+  void set_bytes(std::string made) {
+    bytes = std::move(made);
+    blob = v8::StartupData{bytes.data(), static_cast<int>(bytes.size())};
+  }
+
+ private:
+  std::string bytes;
 };
 
 // Builds a snapshot with the preparer's context and, if `bridge` is not empty, the prelude
 // context over that bridge. nullptr when it cannot be built (the bundle did not load).
 std::unique_ptr<StartupSnapshot> build_startup_snapshot(std::span<const BridgeFunction> bridge);
+
+// The snapshot as the pool passes it on, and back. from_wire() takes the indexes as sent: the
+// message comes from the pool's first worker, which made it before it ran any execution.
+// nullptr when the message cannot describe a snapshot (no blob, or an index V8 cannot
+// take).
+wire::Snapshot to_wire(const StartupSnapshot& snapshot, std::uint64_t hash_seed);
+std::unique_ptr<StartupSnapshot> from_wire(wire::Snapshot message,
+                                           std::span<const BridgeFunction> bridge);
 
 // The process's snapshot, built by the first call (with that call's bridge; V8 takes the
 // blob through a non-const pointer but only reads it, and it lives as long as the process,

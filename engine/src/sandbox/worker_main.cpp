@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,23 +55,30 @@ constexpr const char* kV8Flags =
     "--no-expose-wasm --no-validate-asm --no-harmony-sharedarraybuffer --no-harmony-atomics "
     "--no-allow-natives-syntax --no-expose-gc --no-incremental-marking";
 
-// One hash seed for every isolate of this worker, random per worker (V8's default is one per
-// isolate). The startup snapshot is made in this process, so its hash tables already use
-// the seed and need not be rehashed each time an isolate or a context is made from it:
-// that rehashing was 5 % of a worker's CPU with executions back to back (a fresh context
-// per execution). Untrusted code cannot read the seed, so it still cannot aim a
-// hash-flooding input at the tables of the next executions on its slot.
+// One hash seed for every isolate of this worker, random per pool (V8's default is one per
+// isolate): the pool's first worker picks it and makes the startup snapshot with it, and the
+// workers started after it take both (wire::Snapshot). The snapshot's hash tables then
+// already use the seed and need not be rehashed each time an isolate or a context is made
+// from it: that rehashing was 5 % of a worker's CPU with executions back to back (a fresh
+// context per execution). Untrusted code cannot read the seed, so it still cannot aim a
+// hash-flooding input at the tables of the next executions.
 //
 // 63 bits: V8 10.2 parses this uint64 flag as a signed number and refuses anything from
 // 2^63 up with an error on stderr (which, with the worker's RLIMIT_FSIZE of 0 and stderr a
 // file, kills the worker with SIGXFSZ), leaving the seed per isolate.
-std::string v8_flags() {
+constexpr std::uint64_t kHashSeedMask = ~(std::uint64_t{1} << 63);
+
+std::uint64_t random_hash_seed() {
   std::uint64_t seed = 0;
   while (seed == 0) {
     if (::getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) _exit(72);
-    seed &= ~(std::uint64_t{1} << 63);
+    seed &= kHashSeedMask;
   }
-  return std::string(kV8Flags) + " --no-rehash-snapshot --hash-seed=" + std::to_string(seed);
+  return seed;
+}
+
+std::string v8_flags(std::uint64_t hash_seed) {
+  return std::string(kV8Flags) + " --no-rehash-snapshot --hash-seed=" + std::to_string(hash_seed);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -98,9 +107,8 @@ class Worker {
  public:
   // Slot i talks on fd `control_fd + 1 + i`.
   Worker(Channel& control, v8::Platform& platform, int control_fd, int slots,
-         std::chrono::microseconds poll_budget)
+         StartupSnapshot* snapshot, std::chrono::microseconds poll_budget)
       : control_(control) {
-    StartupSnapshot* snapshot = startup_snapshot(Slot::bridge());
     for (int i = 0; i < slots; ++i) {
       channels_.push_back(std::make_unique<Channel>(control_fd + 1 + i));
       slots_.push_back(std::make_unique<Slot>(
@@ -177,6 +185,32 @@ class Worker {
   std::thread watchdog_;
 };
 
+// The pool's startup snapshot: a sealed memfd holding one wire::Snapshot frame body, read
+// whole before the fds are closed. Any failure exits before V8 starts: the pool drops a
+// snapshot whose worker died before its ready, and the next worker makes its own.
+wire::Snapshot read_shared_snapshot(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0 ||
+      static_cast<std::uint64_t>(st.st_size) > wire::kDefaultMaxFrame) {
+    fatal("--snapshot-fd " + std::to_string(fd) + " is not a startup snapshot");
+  }
+  std::vector<std::uint8_t> body(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < body.size()) {
+    ssize_t n = ::pread(fd, body.data() + done, body.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fatal("cannot read the startup snapshot from --snapshot-fd");
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  auto message = wire::decode(body);
+  auto* snapshot = message ? std::get_if<wire::Snapshot>(&*message) : nullptr;
+  if (snapshot == nullptr || (snapshot->hash_seed & ~kHashSeedMask) != 0 || snapshot->hash_seed == 0) {
+    fatal("--snapshot-fd holds no startup snapshot");
+  }
+  return std::move(*snapshot);
+}
+
 // Diagnostics for tests: after the full lockdown, make one system call and report.
 [[noreturn]] void probe(const std::string& call) {
   if (call == "socket") {
@@ -207,11 +241,15 @@ int main(int argc, char** argv) {
   CLI::App app{"dorm-engine-worker: runs `execute` code for a dorm server, in V8 isolates behind a "
                "seccomp filter. Started by the server's engine pool, not by hand."};
   int fd = 3;
+  int snapshot_fd = -1;
   int slots = 2;
   std::uint64_t address_space_mb = 0;
   std::string probe_call;
   long poll_us = dorm::engine::PollBeforeSleep::kDefaultBudget.count();
   app.add_option("--fd", fd, "the control socket to the host; slot i's socket is fd + 1 + i")->capture_default_str();
+  app.add_option("--snapshot-fd", snapshot_fd,
+                 "a startup snapshot made by another worker of the same pool (default: make one "
+                 "and send it to the host before ready)");
   app.add_option("--slots", slots, "executions run at once")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--address-space-mb", address_space_mb,
                  "RLIMIT_AS in MiB (0: none; always none under AddressSanitizer)");
@@ -226,6 +264,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   bool probing = !probe_call.empty();
+  std::optional<dorm::engine::wire::Snapshot> shared;
+  if (snapshot_fd >= 0) shared = read_shared_snapshot(snapshot_fd);
   // Nothing open but stdio (which the pool points at /dev/null, or stderr when it keeps it)
   // and the socket.
   const int last_fd = fd + slots;  // the control socket, then one socket per slot
@@ -241,9 +281,16 @@ int main(int argc, char** argv) {
   set_limit(RLIMIT_FSIZE, 0);
   if (address_space_mb > 0 && !kSanitized) set_limit(RLIMIT_AS, address_space_mb << 20);
 
-  v8::Platform& platform = init_v8_with_host_time(v8_flags().c_str());
+  const std::uint64_t hash_seed = shared ? shared->hash_seed : random_hash_seed();
+  v8::Platform& platform = init_v8_with_host_time(v8_flags(hash_seed).c_str());
   Channel channel(fd);
-  static Worker worker(channel, platform, fd, slots, std::chrono::microseconds(poll_us));
+  std::unique_ptr<StartupSnapshot> snapshot =
+      shared ? from_wire(std::move(*shared), Slot::bridge()) : build_startup_snapshot(Slot::bridge());
+  shared.reset();
+  // Made here, before any execution's byte arrived: the pool may hand it to later workers.
+  if (snapshot != nullptr && snapshot_fd < 0 && !probing) channel.send(to_wire(*snapshot, hash_seed));
+  static Worker worker(channel, platform, fd, slots, snapshot.release(),
+                       std::chrono::microseconds(poll_us));
   worker.start();
   set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(last_fd) + 1);
   if (!install_seccomp_filter()) {

@@ -95,9 +95,22 @@ struct Pong {
 struct Exiting {
   std::string reason;
 };
+// The V8 startup snapshot a worker built for itself, sent on its control socket before its
+// Ready (so before any execution's byte reached it) when it was started without one. The
+// pool gives it to the workers it starts later, which skip building their own
+// (docs/engine.md, "One startup snapshot per pool").
+struct Snapshot {
+  std::uint64_t hash_seed = 0;  // the V8 --hash-seed its hash tables were made with
+  std::uint32_t preparer_context = 0;
+  bool has_prelude = false;
+  std::uint32_t prelude_context = 0;
+  std::uint32_t prelude_hooks = 0;
+  std::string blob;
+};
 
 using Message = std::variant<Start, ToolResult, TimerFired, Cancel, Ping, Ready, ToolCall, Log,
-                             Emit, TimerSet, TimerClear, Completed, Failed, Pong, Exiting>;
+                             Emit, TimerSet, TimerClear, Completed, Failed, Pong, Exiting,
+                             Snapshot>;
 
 // The level's name as console spells it ("warn").
 std::string_view to_string(LogLevel level) noexcept;
