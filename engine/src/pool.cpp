@@ -614,6 +614,10 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options,
   }
   if (options.recycle_after == 0)
     return Error{ErrorCode::invalid_argument, "recycle_after must be at least 1"};
+  if (options.idle_trim.count() < 0 || options.idle_trim > std::chrono::minutes(10)) {
+    return Error{ErrorCode::invalid_argument, "idle_trim must be between 0 and 10 minutes; got " +
+                                                  std::to_string(options.idle_trim.count()) + " ms"};
+  }
   if (options.poll_before_sleep.count() < 0 ||
       options.poll_before_sleep > PollBeforeSleep::kMaxBudget) {
     return Error{ErrorCode::invalid_argument,

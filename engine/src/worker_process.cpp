@@ -73,6 +73,9 @@ Result<WorkerProcess> spawn_worker_process(const WorkerCommand& command) {
                                    std::to_string(command.slots),
                                    "--poll-us",
                                    std::to_string(command.poll_budget.count())};
+  if (command.idle_trim.count() > 0) {
+    args.insert(args.end(), {"--idle-trim-ms", std::to_string(command.idle_trim.count())});
+  }
   if (snapshot_copy >= 0) {
     posix_spawn_file_actions_adddup2(&actions, snapshot_copy, snapshot_at);
     args.insert(args.end(), {"--snapshot-fd", std::to_string(snapshot_at)});

@@ -20,6 +20,7 @@ struct WorkerCommand {
   std::uint64_t address_space_mb = 0;  // --address-space-mb (0: none)
   bool keep_stderr = false;          // otherwise stderr is /dev/null
   std::chrono::microseconds poll_budget = PollBeforeSleep::kDefaultBudget;  // --poll-us
+  std::chrono::milliseconds idle_trim{0};  // --idle-trim-ms
   int snapshot_fd = -1;  // the pool's startup snapshot, passed on as --snapshot-fd (-1: none)
 };
 

@@ -2,8 +2,11 @@
 // limit, determinism and replay. Escape attempts and worker deaths are in sandbox_test.cpp.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "dorm/engine/pool.hpp"
 #include "engine_harness.hpp"
@@ -457,4 +460,61 @@ TEST_CASE("engine: with polling before sleep off, tool calls are answered the sa
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
   CHECK(refused.error().message.find("poll_before_sleep") != std::string::npos);
+}
+
+namespace {
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("engine: a slot that goes quiet gives its finished executions' memory back; a trim over 10 minutes is refused") {
+  PoolOptions options = test_pool_options(1, 1);
+  options.idle_trim = std::chrono::milliseconds(100);
+  auto created = Pool::create(options);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  Pool& pool = **created;
+  const pid_t worker = pool.worker_pids().at(0);
+  const long before = rss_kib(worker);
+  // About 30 MB of objects, alive until the execution ends, garbage after it.
+  auto rec = std::make_shared<Recorder>([](const ToolCallEntry&) {
+    return std::make_optional(std::make_pair(true, std::string("{}")));
+  });
+  auto started = pool.start(
+      ExecutionRequest{"garbage",
+                       "const a = []; for (let i = 0; i < 250000; i++) a.push({i, s: 'x'.repeat(40) + i});"
+                       "await tools.hold(); return a.length",
+                       Limits{}, {}},
+      rec);
+  REQUIRE(started.ok());
+  rec->attach(*started);
+  REQUIRE(rec->wait_calls(1));
+  const long peak = rss_kib(worker);  // the objects are alive now
+  CAPTURE(before);
+  CAPTURE(peak);
+  REQUIRE(peak - before > 20'000);
+  REQUIRE(rec->wait_done());
+  CHECK(*rec->result == "250000");
+  // Within a bounded wait, the quiet slot collects and at least half of what the execution
+  // added comes back (not all: the allocator keeps some, and AddressSanitizer's more).
+  const long half_back = before + (peak - before) / 2;
+  long now = peak;
+  for (int i = 0; i < 200 && now > half_back; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    now = rss_kib(worker);
+  }
+  CAPTURE(now);
+  CHECK(now <= half_back);
+
+  options.idle_trim = std::chrono::minutes(10) + std::chrono::milliseconds(1);
+  auto refused = Pool::create(options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("idle_trim") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 #include "slot.hpp"
 
 #include <libplatform/libplatform.h>
+#include <malloc.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -55,14 +56,16 @@ void on_fatal_oom(const char* location, bool) { Slot::report_fatal_oom(location)
 
 Slot::Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
            StartupSnapshot* snapshot, std::function<void(bool)> on_busy,
-           const std::atomic<int>& busy_slots, std::chrono::microseconds poll_budget)
+           const std::atomic<int>& busy_slots, std::chrono::microseconds poll_budget,
+           std::chrono::milliseconds idle_trim)
     : channel_(channel),
       platform_(platform),
       prepared_(prepared),
       snapshot_(snapshot),
       on_busy_(std::move(on_busy)),
       busy_slots_(busy_slots),
-      poll_policy_(poll_budget) {}
+      poll_policy_(poll_budget),
+      idle_trim_(idle_trim) {}
 
 void Slot::start() {
   pthread_attr_t attr;
@@ -102,7 +105,13 @@ void Slot::thread_main() {
     start_cv_.wait(lock, [&] { return serving_; });
   }
   for (;;) {
-    auto input = next_input(std::chrono::steady_clock::time_point::max());
+    auto deadline = std::chrono::steady_clock::time_point::max();
+    if (ran_since_trim_ && idle_trim_.count() > 0) deadline = std::chrono::steady_clock::now() + idle_trim_;
+    auto input = next_input(deadline);
+    if (std::holds_alternative<NoInput>(input)) {
+      trim();
+      continue;
+    }
     auto* frame = std::get_if<SlotInput>(&input);
     // Inputs for an execution that already ended (a late tool result) are dropped here.
     if (frame == nullptr) continue;
@@ -217,6 +226,7 @@ void Slot::make_warm() {
 }
 
 void Slot::run(wire::Start start) {
+  ran_since_trim_ = true;
   if (start.limits.heap_bytes != heap_bytes_ || isolate_spent_) {
     new_isolate(start.limits.heap_bytes);
     make_warm();
@@ -309,6 +319,19 @@ Slot::Outcome Slot::run_in_context(Execution& e, bool well_formed) {
   }
   e.outstanding.clear();
   return outcome;
+}
+
+// The contexts of finished executions are garbage in the isolate's heap until a full
+// collection, and V8 keeps the pages it grew into; a slot that has gone quiet gives both
+// back. Idle only, so no execution waits for it (one that arrives meanwhile waits at most
+// one collection of a heap that holds little but the warm context and the preparer).
+void Slot::trim() {
+  ran_since_trim_ = false;
+  {
+    v8::Isolate::Scope isolate_scope(isolate_);
+    isolate_->LowMemoryNotification();
+  }
+  malloc_trim(0);
 }
 
 void Slot::ready_for_next(std::size_t array_buffers_at_start) {

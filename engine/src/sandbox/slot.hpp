@@ -58,10 +58,13 @@ class Slot {
   // worker's slots are between the two. `prepared` is the worker's cache of source
   // preparations, shared by its slots; `snapshot` (may be null) is what the slot's isolates
   // start from. While it is the worker's only busy slot, the slot polls its socket for up to
-  // `poll_budget` before it sleeps waiting for a tool result (poll_before_sleep.hpp).
+  // `poll_budget` before it sleeps waiting for a tool result (poll_before_sleep.hpp). After
+  // running executions, once nothing arrives for `idle_trim` (zero: never), it collects its
+  // isolate's garbage and returns free memory to the system (PoolOptions::idle_trim).
   Slot(Channel& channel, v8::Platform& platform, PreparedCache& prepared,
        StartupSnapshot* snapshot, std::function<void(bool running)> on_busy,
-       const std::atomic<int>& busy_slots, std::chrono::microseconds poll_budget);
+       const std::atomic<int>& busy_slots, std::chrono::microseconds poll_budget,
+       std::chrono::milliseconds idle_trim);
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
 
@@ -112,6 +115,7 @@ class Slot {
   Outcome run_in_context(Execution& e, bool well_formed);
   // After an outcome: frees what the execution left charged and makes the next context.
   void ready_for_next(std::size_t array_buffers_at_start);
+  void trim();
   Outcome execute(Execution& e, v8::Local<v8::Context> context);
   std::optional<Outcome> settle(Execution& e, v8::Local<v8::Context> context,
                                 v8::Local<v8::Promise> promise);
@@ -146,6 +150,8 @@ class Slot {
   std::function<void(bool)> on_busy_;
   const std::atomic<int>& busy_slots_;
   PollBeforeSleep poll_policy_;
+  const std::chrono::milliseconds idle_trim_;
+  bool ran_since_trim_ = false;  // an execution started since the last trim()
   pthread_t thread_{};
 
   // Start-up handshake with the worker's main thread.

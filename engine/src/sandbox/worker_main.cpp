@@ -107,13 +107,14 @@ class Worker {
  public:
   // Slot i talks on fd `control_fd + 1 + i`.
   Worker(Channel& control, v8::Platform& platform, int control_fd, int slots,
-         StartupSnapshot* snapshot, std::chrono::microseconds poll_budget)
+         StartupSnapshot* snapshot, std::chrono::microseconds poll_budget,
+         std::chrono::milliseconds idle_trim)
       : control_(control) {
     for (int i = 0; i < slots; ++i) {
       channels_.push_back(std::make_unique<Channel>(control_fd + 1 + i));
       slots_.push_back(std::make_unique<Slot>(
           *channels_.back(), platform, prepared_, snapshot, [this](bool running) { busy(running); },
-          running_, poll_budget));
+          running_, poll_budget, idle_trim));
     }
   }
 
@@ -246,6 +247,7 @@ int main(int argc, char** argv) {
   std::uint64_t address_space_mb = 0;
   std::string probe_call;
   long poll_us = dorm::engine::PollBeforeSleep::kDefaultBudget.count();
+  long idle_trim_ms = 0;
   app.add_option("--fd", fd, "the control socket to the host; slot i's socket is fd + 1 + i")->capture_default_str();
   app.add_option("--snapshot-fd", snapshot_fd,
                  "a startup snapshot made by another worker of the same pool (default: make one "
@@ -253,6 +255,11 @@ int main(int argc, char** argv) {
   app.add_option("--slots", slots, "executions run at once")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--address-space-mb", address_space_mb,
                  "RLIMIT_AS in MiB (0: none; always none under AddressSanitizer)");
+  app.add_option("--idle-trim-ms", idle_trim_ms,
+                 "after running executions, how long a slot waits with nothing to do before it "
+                 "collects its isolate's garbage and returns free memory (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, 600'000L));
   app.add_option("--poll-us", poll_us,
                  "how long a slot running the worker's only execution polls for a tool result "
                  "before it sleeps, in microseconds (0: never)")
@@ -290,7 +297,7 @@ int main(int argc, char** argv) {
   // Made here, before any execution's byte arrived: the pool may hand it to later workers.
   if (snapshot != nullptr && snapshot_fd < 0 && !probing) channel.send(to_wire(*snapshot, hash_seed));
   static Worker worker(channel, platform, fd, slots, snapshot.release(),
-                       std::chrono::microseconds(poll_us));
+                       std::chrono::microseconds(poll_us), std::chrono::milliseconds(idle_trim_ms));
   worker.start();
   set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(last_fd) + 1);
   if (!install_seccomp_filter()) {

@@ -221,7 +221,10 @@ MemoryFigure measure_memory(SessionClient& client, CodeModeServer& server, int p
     s.tally += 20;
     resume_twenty(client, s, pause_twenty(client, s), "memory warm-up resume");
   }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Each reading follows a quiet spell longer than the pool's idle trim, so the workers have
+  // given back what the runs before it left (PoolOptions::idle_trim).
+  const auto settle = engine::PoolOptions{}.idle_trim + std::chrono::seconds(1);
+  std::this_thread::sleep_for(settle);
   m.idle = read_memory(*server.pool, *server.backend);
   std::set<std::string> ids;
   auto start = Clock::now();
@@ -233,7 +236,7 @@ MemoryFigure measure_memory(SessionClient& client, CodeModeServer& server, int p
   }
   m.pause_seconds = seconds_since(start);
   if (ids.size() != static_cast<std::size_t>(paused)) fail("paused executions share ids");
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::this_thread::sleep_for(settle);
   m.held = read_memory(*server.pool, *server.backend);
   for (const auto& s : sessions)
     check_counters(client, s);  // tally ran once each; nothing approved

@@ -67,6 +67,11 @@ struct PoolOptions {
   // for a tool result, the pool thread waiting for that execution's next frame
   // (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
   std::chrono::microseconds poll_before_sleep = PollBeforeSleep::kDefaultBudget;
+  // A slot that ran executions and then had nothing to do for this long collects its
+  // isolate's garbage and gives the freed memory back to the system, so a burst of
+  // executions (a thousand of them pausing, say) leaves no resident memory behind once it is
+  // over. Zero never does; at most 10 minutes.
+  std::chrono::milliseconds idle_trim{2'000};
   // Host time; nullptr means the system clock. Must outlive the pool.
   const Clock* clock = nullptr;
 };
