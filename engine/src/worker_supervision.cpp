@@ -28,7 +28,7 @@ constexpr int kMissedHeartbeats = 5;
 
 Result<void> PoolImpl::spawn() {
   WorkerCommand command{options_.worker_path, options_.slots_per_worker, options_.address_space_mb,
-                        options_.keep_worker_stderr, options_.poll_before_sleep,  options_.idle_trim,
+                        options_.keep_worker_stderr, options_.poll_before_sleep, options_.idle_trim,
                         shared_snapshot_};
   auto process = spawn_worker_process(command);
   if (!process) return process.error();
