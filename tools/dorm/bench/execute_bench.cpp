@@ -131,13 +131,17 @@ void check_counters(SessionClient& client, const BenchSession& s) {
 struct MemoryReading {
   double self_mib = 0;       // this process (after malloc_trim)
   double workers_mib = 0;    // the engine workers together
+  std::size_t workers = 0;   // how many: a retiring worker stays while it runs anything
   double memtables_mib = 0;  // RocksDB's memtables (part of self)
 };
 
 MemoryReading read_memory(engine::Pool& pool, storage::RocksDbBackend& backend) {
   MemoryReading m;
   m.self_mib = resident_bytes() / (1024.0 * 1024.0);  // malloc_trim(0) first
-  for (pid_t pid : pool.worker_pids()) m.workers_mib += static_cast<double>(process_rss_kib(pid)) / 1024.0;
+  for (pid_t pid : pool.worker_pids()) {
+    m.workers_mib += static_cast<double>(process_rss_kib(pid)) / 1024.0;
+    ++m.workers;
+  }
   std::uint64_t memtables = 0;
   backend.db().GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables);
   m.memtables_mib = static_cast<double>(memtables) / (1024.0 * 1024.0);
@@ -359,8 +363,9 @@ void print_memory_table(const MemoryFigure& m, int paused, const std::string& lo
               idle.self_mib, held.self_mib, held.self_mib - idle.self_mib);
   std::printf("| RocksDB memtables (inside this process), MiB | %.1f | %.1f | %+.1f |\n",
               idle.memtables_mib, held.memtables_mib, held.memtables_mib - idle.memtables_mib);
-  std::printf("| engine workers together, MiB | %.1f | %.1f | %+.1f |\n", idle.workers_mib,
-              held.workers_mib, held.workers_mib - idle.workers_mib);
+  std::printf("| engine workers together, MiB (how many) | %.1f (%zu) | %.1f (%zu) | %+.1f |\n",
+              idle.workers_mib, idle.workers, held.workers_mib, held.workers,
+              held.workers_mib - idle.workers_mib);
   std::printf(
       "(%.1f KiB of this process per paused execution; %s paused over %d sessions in %.1f s; "
       "load average at the end %s)\n",
