@@ -1,6 +1,8 @@
 // Object ids: stable names, unique ids, and rejection of forged, truncated and foreign ids.
 #include <doctest/doctest.h>
 
+#include "dorm/hex.hpp"
+#include "dorm/runtime/object_id.hpp"
 #include "runtime_fixture.hpp"
 
 using namespace dorm;
@@ -22,6 +24,22 @@ TEST_CASE("ids: id_from_name is stable across a runtime restart over the same ba
   auto parsed = f.runtime->parse_id("sessions", before);
   REQUIRE(parsed.ok());
   CHECK(*parsed == f.runtime->id_from_name("sessions", "alice"));
+}
+
+TEST_CASE("ids: the id and key constructions are fixed (stored data depends on them)") {
+  // Known answers computed outside dorm (Python's hmac module): HMAC-SHA256 under the
+  // secret of "dorm-id-name" NUL ns NUL name, its first 16 bytes the body; the MAC, the first
+  // 16 bytes of HMAC-SHA256 of "dorm-id-mac" NUL ns NUL body. A change here would orphan
+  // every object of every existing store.
+  auto codec = IdCodec::create(std::string(IdCodec::kSecretBytes, '\x01'));
+  REQUIRE(codec.ok());
+  CHECK(codec->from_name("mcp-session", "some name").to_string() ==
+        "bb05b3b8c54e162ce23b17681fe3cf93e523aec4a0f9f069358e95b06aefd024");
+  CHECK(hex_encode(codec->derive_key("purpose")) ==
+        "631a224fc6299c761cc674b25d921b8620b8e1fcb076224c0e6af0cdb6f256f7");
+  // Copies of a codec share its keyed context, and hash the same.
+  IdCodec copy = *codec;
+  CHECK(copy.from_name("mcp-session", "some name") == codec->from_name("mcp-session", "some name"));
 }
 
 TEST_CASE("ids: another store's secret gives other ids, and rejects ours") {

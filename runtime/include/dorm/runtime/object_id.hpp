@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -68,10 +69,11 @@ class IdCodec {
   std::string derive_key(std::string_view purpose) const;
 
  private:
-  explicit IdCodec(std::string secret) : secret_(std::move(secret)) {}
+  struct KeyedHash;  // HMAC-SHA256 keyed with the secret once; copies share it
+  explicit IdCodec(std::shared_ptr<const KeyedHash> hash) : hash_(std::move(hash)) {}
   std::array<std::uint8_t, ObjectId::kMacBytes> mac(std::string_view ns,
                                                     const std::uint8_t* body) const;
-  std::string secret_;
+  std::shared_ptr<const KeyedHash> hash_;
 };
 
 }  // namespace dorm
