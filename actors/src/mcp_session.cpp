@@ -71,6 +71,7 @@ McpSession::McpSession(const McpSessionOptions& options)
       store_(std::make_unique<Store>(*this)),
       index_(std::make_unique<Index>(*this)),
       log_(*store_, options.event_limits),
+      stream_ids_(*store_),
       journal_(*store_, *index_) {
   if (options.code_mode) code_ = std::make_unique<Code>(*this, *options.code_mode);
 }
@@ -262,17 +263,9 @@ void McpSession::open_stream(const std::shared_ptr<Exchange>& exchange, const st
                             [](const Message& m) { return m.kind == Message::Kind::request; });
   const std::string first_request = first->id->to_key();
   std::int64_t retry = options_.priming && mcp::wants_priming(meta_->protocol_version) ? options_.retry_ms : 0;
-  for (int attempt = 0;; ++attempt) {
-    exchange->stream = random_stream_id();
-    auto opened = log_.open(exchange->stream, first_request, retry);
-    if (opened) {
-      if (retry > 0) exchange->body = sse_priming(mcp::EventId{exchange->stream, 0}, retry);
-      break;
-    }
-    if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
-      throw ErrorException(std::move(opened).error());
-    }
-  }
+  exchange->stream = stream_ids_.next().value_or_throw();
+  log_.open(exchange->stream, first_request, retry).value_or_throw();
+  if (retry > 0) exchange->body = sse_priming(mcp::EventId{exchange->stream, 0}, retry);
   live_.emplace(exchange->stream, exchange);
 }
 
@@ -531,6 +524,7 @@ void McpSession::erase() {
   live_.clear();
   calls_.clear();
   standalone_.reset();
+  stream_ids_.forget();
   // Open connections end with the session (cleanly: there is nothing left to resume).
   for (auto& [stream, connection] : connections_) {
     after_commit([connection = connection] { caf::anon_send(connection->sink, mcp::SinkClose{}); });

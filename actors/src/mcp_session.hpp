@@ -16,6 +16,7 @@
 #include "dorm/mcp/inflight_journal.hpp"
 #include "dorm/mcp/session_call.hpp"
 #include "dorm/mcp/session_meta.hpp"
+#include "dorm/mcp/stream_ids.hpp"
 #include "dorm/runtime/runtime.hpp"
 
 namespace dorm::actors {
@@ -143,6 +144,7 @@ class McpSession : public DurableObject {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Index> index_;
   mcp::EventLog log_;
+  mcp::StreamIds stream_ids_;
   mcp::InflightJournal journal_;
   std::map<std::uint64_t, std::shared_ptr<Exchange>> live_;  // streams still being written
   std::map<std::uint64_t, std::shared_ptr<Connection>> connections_;  // open SSE connections

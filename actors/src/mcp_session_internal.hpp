@@ -107,14 +107,6 @@ inline HttpResponse bad_cursor() {
                                           "Last-Event-ID names no stream of this session")};
 }
 
-inline std::uint64_t random_stream_id() {
-  std::uint64_t id = 0;
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof id) != 1) {
-    throw std::runtime_error("RAND_bytes failed");
-  }
-  return id;
-}
-
 // Runtime index of sessions with requests in flight: <session object id>/<request key>.
 using mcp::kInflightIndex;
 

@@ -75,17 +75,9 @@ std::uint64_t McpSession::standalone_stream() {
   }
   // Created on first use. Its seq 0 is an empty placeholder, so "nothing delivered yet"
   // is a cursor like any other.
-  for (int attempt = 0;; ++attempt) {
-    std::uint64_t id = random_stream_id();
-    auto opened = log_.open(id, "", options_.retry_ms > 0 ? options_.retry_ms : 1);
-    if (opened) {
-      standalone_ = mcp::EventId{id, 0};
-      break;
-    }
-    if (opened.error().code != ErrorCode::invalid_argument || attempt == 3) {
-      throw ErrorException(std::move(opened).error());
-    }
-  }
+  std::uint64_t id = stream_ids_.next().value_or_throw();
+  log_.open(id, "", options_.retry_ms > 0 ? options_.retry_ms : 1).value_or_throw();
+  standalone_ = mcp::EventId{id, 0};
   store_standalone_cursor();
   return standalone_->stream;
 }

@@ -94,11 +94,6 @@ Result<std::vector<StreamRecord>> EventLog::streams() {
 
 Result<StreamRecord> EventLog::open(std::uint64_t id, std::string_view request,
                                     std::int64_t retry_ms) {
-  auto existing = stream(id);
-  if (!existing) return std::move(existing).error();
-  if (*existing) {
-    return Error{ErrorCode::invalid_argument, "stream " + stream_key(id) + " exists already"};
-  }
   StreamRecord r;
   r.id = id;
   r.request = std::string(request);
@@ -106,9 +101,8 @@ Result<StreamRecord> EventLog::open(std::uint64_t id, std::string_view request,
   if (auto ok = save(r); !ok) return std::move(ok).error();
   if (retry_ms > 0) {
     if (auto primed = append(id, ""); !primed) return std::move(primed).error();
-    auto reread = stream(id);
-    if (!reread) return std::move(reread).error();
-    return **reread;
+    r.next = 1;
+    r.events = 1;
   }
   return r;
 }

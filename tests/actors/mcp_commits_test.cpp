@@ -2,10 +2,10 @@
 // commits, and how many reads reach the store once the session is loaded.
 //
 // Streams and their events are kept out of the session's storage cache (written once per
-// call, read back only by a resume or their expiry, they would fill it): so a call reads
-// one key from the store, its new stream's record (absent: the id is unused), and a call
-// that finishes later reads that record once more when its result is appended. Nothing
-// else, and never a listing.
+// call, read back only by a resume or their expiry, they would fill it). A new stream's id
+// is unique by construction (mcp/stream_ids.hpp), so opening it reads nothing: a call that
+// finishes in its turn reads nothing from the store, and one that finishes later reads its
+// stream's record once, when its result is appended. Nothing else, and never a listing.
 //
 // Why these are the minimums: everything a synchronous tool's call writes (the stream's
 // record and priming event, the journal record, the result event, the journal record's
@@ -47,7 +47,9 @@ void start_session(SessionFixture& f, const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("a tools/call of echo commits one batch, and reads only its new stream's record from the store once the session is loaded") {
+TEST_CASE(
+    "a tools/call of echo commits one batch, and reads nothing from the store once the session is "
+    "loaded") {
   SessionFixture f;
   const std::string s = "s-commits-echo-001";
   start_session(f, s);
@@ -60,7 +62,7 @@ TEST_CASE("a tools/call of echo commits one batch, and reads only its new stream
     CHECK(text_of(ev[0]) == "hi");
     CHECK(event_id(r, 0));  // the priming event went out in the same response
     CHECK(used.commits == 1);
-    CHECK(used.reads == 1);  // the stream record; its storage cache answered every other read
+    CHECK(used.reads == 0);  // its storage cache answered every read
     CHECK(used.scans == 0);
   }
   f.expected_active = 1;
@@ -107,8 +109,8 @@ TEST_CASE("a tools/call that finishes later commits two batches: priming and jou
   REQUIRE(ev.size() == 1);
   CHECK(text_of(ev[0]) == "slept 100 ms");
   CHECK(finished.commits == 1);
-  CHECK(started.reads == 1);   // the new stream's record
-  CHECK(finished.reads == 1);  // the same record, to append the result
+  CHECK(started.reads == 0);   // a new stream: nothing to read
+  CHECK(finished.reads == 1);  // its record, to append the result
   CHECK(started.scans + finished.scans == 0);
   f.expected_active = 1;
 }

@@ -73,8 +73,9 @@ class EventLog {
  public:
   EventLog(SessionStore& store, EventLogLimits limits = {}) : store_(store), limits_(limits) {}
 
-  // Starts stream `id` (64 random bits chosen by the caller). With retry_ms > 0 its first
-  // event (seq 0) is a priming event. Errors: invalid_argument if `id` is taken.
+  // Starts stream `id`, which must be new to this session: the caller's StreamIds
+  // (stream_ids.hpp) guarantees that by construction, so nothing is read to check it. With
+  // retry_ms > 0 its first event (seq 0) is a priming event.
   Result<StreamRecord> open(std::uint64_t id, std::string_view request, std::int64_t retry_ms);
   // Appends one event, dropping the oldest ones over the limits. Errors: not_found for
   // no such stream; invalid_argument for a finished one; limit_exceeded (naming the

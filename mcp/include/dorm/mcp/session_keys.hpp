@@ -8,6 +8,7 @@
 //   meta                          SessionMeta JSON (session_meta.hpp)
 //   a                             the last client request's time, Unix ms, decimal
 //   g                             the standalone GET stream's cursor (an event id)
+//   n                             stream ids: salt and reservation (stream_ids.hpp)
 //   l/<stream>                    a stream's record; <stream> is 16 lowercase hex digits
 //   e/<stream>/<seq>/<chunk>      one chunk of one event; <seq> 16 hex, <chunk> 4 hex
 //   j/<request>                   an in-flight journal record; <request> is RequestId::to_key
@@ -37,6 +38,7 @@ namespace dorm::mcp::session_keys {
 inline constexpr std::string_view kMeta = "meta";
 inline constexpr std::string_view kLastActivity = "a";
 inline constexpr std::string_view kStandaloneCursor = "g";
+inline constexpr std::string_view kStreamIds = "n";
 
 // Prefixes of the families, for listings.
 inline constexpr std::string_view kStreams = "l/";
