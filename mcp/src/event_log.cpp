@@ -98,12 +98,13 @@ Result<StreamRecord> EventLog::open(std::uint64_t id, std::string_view request,
   r.id = id;
   r.request = std::string(request);
   r.retry_ms = retry_ms;
-  if (auto ok = save(r); !ok) return std::move(ok).error();
   if (retry_ms > 0) {
-    if (auto primed = append(id, ""); !primed) return std::move(primed).error();
+    // The priming event (seq 0) is counted like any event but not stored: it has no data,
+    // and the record says it exists (retry_ms > 0, first == 0). One key fewer per call.
     r.next = 1;
     r.events = 1;
   }
+  if (auto ok = save(r); !ok) return std::move(ok).error();
   return r;
 }
 
@@ -186,7 +187,15 @@ Result<std::vector<StoredEvent>> EventLog::events(std::uint64_t id) {
   auto found = stream(id);
   if (!found) return std::move(found).error();
   if (!*found) return Error{ErrorCode::not_found, "no stream " + stream_key(id)};
-  return read_from(id, (*found)->first);
+  const StreamRecord& r = **found;
+  auto out = read_from(id, r.first);
+  if (!out) return out;
+  // The priming event, while it is still counted as kept. (Streams stored before it went
+  // unstored have its empty chunk: then it was read.)
+  if (r.retry_ms > 0 && r.first == 0 && (out->empty() || out->front().id.seq != 0)) {
+    out->insert(out->begin(), StoredEvent{EventId{id, 0}, {}});
+  }
+  return out;
 }
 
 Result<std::vector<StoredEvent>> EventLog::read_from(std::uint64_t id, std::uint64_t start) {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "dorm/mcp/session_keys.hpp"
 #include "map_store.hpp"
 
 using namespace dorm;
@@ -165,4 +166,34 @@ TEST_CASE("event log: events() shows every kept event, the priming event and who
   CHECK((*kept)[0].id == EventId{9, 2});
   CHECK((*kept)[2].data == message(4));
   CHECK(log.events(10).error().code == ErrorCode::not_found);
+}
+
+TEST_CASE("event log: the priming event is counted and shown, but stores no key") {
+  MapStore store;
+  EventLog log(store);
+  REQUIRE(log.open(11, "i:1", 500).ok());
+  CHECK(store.count("e/") == 0);
+  auto record = log.stream(11);
+  REQUIRE(record.ok());
+  CHECK((*record)->next == 1);
+  CHECK((*record)->events == 1);
+  auto shown = log.events(11);
+  REQUIRE(shown.ok());
+  REQUIRE(shown->size() == 1);
+  CHECK((*shown)[0].id == EventId{11, 0});
+  REQUIRE(log.append(11, message(1)).ok());
+  CHECK(store.count("e/") == 1);
+  auto replay = log.replay_after(EventId{11, 0});
+  REQUIRE(replay.ok());
+  CHECK_FALSE(replay->truncated);
+  REQUIRE(replay->events.size() == 1);
+  CHECK(replay->events[0].id == EventId{11, 1});
+
+  // A stream stored before the priming event went unstored has its empty chunk: shown once.
+  REQUIRE(log.open(12, "i:2", 500).ok());
+  REQUIRE(store.put(dorm::mcp::session_keys::event_chunk(12, 0, 0), "").ok());
+  auto legacy = log.events(12);
+  REQUIRE(legacy.ok());
+  REQUIRE(legacy->size() == 1);
+  CHECK((*legacy)[0].id == EventId{12, 0});
 }
