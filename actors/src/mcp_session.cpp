@@ -374,7 +374,6 @@ void McpSession::emit(Exchange& exchange, std::string message,
   } else {
     deliver(exchange.stream, sse_event(*id, message), false);
   }
-  if (final_for) journal_del(*final_for);
 }
 
 void McpSession::journal_put(const mcp::RequestId& id, std::uint64_t stream) {
@@ -491,7 +490,6 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
                 mcp::result_response(*request.id, mcp::ToolResult::error(valid.error().message).json));
   }
   ++exchange->outstanding;
-  journal_put(*request.id, exchange->stream);
   log::debug("tool_call_started", {{"session", session_id_},
                                    {"tool", std::string(string_of(*name))},
                                    {"request", request.id->to_json()}});
@@ -500,6 +498,16 @@ void McpSession::call_tool(const Message& request, const std::shared_ptr<Exchang
   calls_[request.id->to_key()] = context;
   const auto& handler = options_.tools->spec(*entry).handler;
   context->run([&] { handler(context); });
+  // The journal record (what the reaper answers after a crash) is written only for a call
+  // still running when its first turn ends, in that turn's batch, as before the handler
+  // ran would have been. A call that finished in this turn has its final response in the
+  // same batch: a crash keeps both or neither, so there is nothing to reap, and writing the
+  // record and its index entry only to delete them left two tombstones in the store per
+  // call.
+  if (!context->finished()) {
+    journal_put(*request.id, exchange->stream);
+    context->mark_journaled();
+  }
 }
 
 std::string McpSession::inflight_key(std::string_view request_key) const {

@@ -78,7 +78,8 @@ class McpSession : public DurableObject {
   void erase();
   void answer_now(const mcp::SessionCall& call, mcp::HttpResponse response);
   // Stores `message` in the exchange's stream and adds it to the response. `final_for`:
-  // the message is that request's final response (its journal record goes with it).
+  // the message is that request's final response (one too large to keep is replaced by an
+  // error result naming its size).
   void emit(Exchange& exchange, std::string message,
             const std::optional<mcp::RequestId>& final_for = std::nullopt);
   // A GET with Last-Event-ID: replay after the cursor; on a stream still open, this

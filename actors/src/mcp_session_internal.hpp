@@ -260,9 +260,14 @@ class McpSession::CallContext : public mcp::ToolContext,
       result = mcp::ToolResult::error(fits.error().message);
     }
     session_.emit(*exchange_, mcp::result_response(id_, result.json), id_);
+    if (journaled_) session_.journal_del(id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
   }
+
+  // The call's journal record was written (McpSession::call_tool): its final response
+  // or its end removes it.
+  void mark_journaled() { journaled_ = true; }
 
   void close_connection() override {
     if (!finished_) session_.close_connection(*exchange_);
@@ -336,11 +341,8 @@ class McpSession::CallContext : public mcp::ToolContext,
     if (on_cancel) on_cancel();
     session_.calls_.erase(id_.to_key());
     session_.drop_client_requests(id_.to_key());
-    if (final_response) {
-      session_.emit(*exchange_, std::move(*final_response), id_);  // the record goes with it
-    } else {
-      session_.journal_del(id_);
-    }
+    if (final_response) session_.emit(*exchange_, std::move(*final_response), id_);
+    if (journaled_) session_.journal_del(id_);
     --exchange_->outstanding;
     session_.complete(exchange_);
   }
@@ -351,6 +353,7 @@ class McpSession::CallContext : public mcp::ToolContext,
   std::string progress_token_;  // JSON text of the token; empty: none
   mcp::NotificationBudget budget_;
   bool finished_ = false;
+  bool journaled_ = false;
 };
 
 }  // namespace dorm::actors

@@ -145,7 +145,16 @@ Result<void> FaultyBackend::commit(const WriteBatch& batch) {
     }
   }
   if (full) return no_space_error();
-  switch (next_commit_fault()) {
+  auto fault = next_commit_fault();
+  if (fault != CommitFault::fail) {
+    std::uint64_t puts = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      puts += batch.op(i).kind == WriteBatch::Kind::put;
+    std::lock_guard lock(mutex_);
+    counters_.puts += puts;
+    counters_.deletes += batch.size() - puts;
+  }
+  switch (fault) {
     case CommitFault::fail: return injected("commit failed, nothing applied");
     case CommitFault::durable_then_fail: {
       auto applied = BackendWrapper::commit(batch);

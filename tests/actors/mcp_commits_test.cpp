@@ -28,14 +28,15 @@ std::string echo_call(int id) {
 }
 
 struct Used {
-  std::uint64_t commits = 0, reads = 0, scans = 0;
+  std::uint64_t commits = 0, reads = 0, scans = 0, puts = 0, deletes = 0;
 };
 
 Used used_by(SessionFixture& f, const std::function<void()>& work) {
   auto before = f.faulty.counters();
   work();
   auto after = f.faulty.counters();
-  return Used{after.commits - before.commits, after.reads - before.reads, after.scans - before.scans};
+  return Used{after.commits - before.commits, after.reads - before.reads,
+              after.scans - before.scans, after.puts - before.puts, after.deletes - before.deletes};
 }
 
 void start_session(SessionFixture& f, const std::string& s) {
@@ -64,6 +65,11 @@ TEST_CASE(
     CHECK(used.commits == 1);
     CHECK(used.reads == 0);  // its storage cache answered every read
     CHECK(used.scans == 0);
+    // The last activity, the stream's record and the result event. No journal record (the
+    // call finished in its turn: its result commits with it) and so no tombstones; no
+    // priming event key (the record counts it).
+    CHECK(used.puts == 3);
+    CHECK(used.deletes == 0);
   }
   f.expected_active = 1;
 }
@@ -111,6 +117,13 @@ TEST_CASE("a tools/call that finishes later commits two batches: priming and jou
   CHECK(finished.commits == 1);
   CHECK(started.reads == 0);   // a new stream: nothing to read
   CHECK(finished.reads == 1);  // its record, to append the result
+  // Running past its turn, the call is journaled: the last activity, the stream's record,
+  // the journal record and its index entry; then the record again, the result, and the
+  // journal record and index entry removed.
+  CHECK(started.puts == 4);
+  CHECK(started.deletes == 0);
+  CHECK(finished.puts == 2);
+  CHECK(finished.deletes == 2);
   CHECK(started.scans + finished.scans == 0);
   f.expected_active = 1;
 }

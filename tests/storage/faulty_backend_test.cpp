@@ -41,6 +41,23 @@ TEST_CASE("faulty: the n-th commit from now fails and applies nothing") {
   CHECK(faulty.counters().commits == 3);
 }
 
+TEST_CASE("faulty: counts the puts and deletes it passes on, not those of a failed commit") {
+  MemoryBackend inner;
+  FaultyBackend faulty(inner);
+  WriteBatch b;
+  b.put("a", "1");
+  b.put("b", "2");
+  b.del("c");
+  b.delete_range("d", "e");
+  REQUIRE(faulty.commit(b).ok());
+  CHECK(faulty.counters().puts == 2);
+  CHECK(faulty.counters().deletes == 2);
+  faulty.fail_commit(1);
+  REQUIRE_FALSE(faulty.commit(b).ok());
+  CHECK(faulty.counters().puts == 2);
+  CHECK(faulty.counters().deletes == 2);
+}
+
 TEST_CASE("faulty: commit durable, reported failed: the caller sees the failure, a fresh reader the write") {
   dorm::testing::TempDir dir;
   std::string path = dir / "db";

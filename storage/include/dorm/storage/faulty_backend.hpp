@@ -54,6 +54,10 @@ class FaultyBackend final : public BackendWrapper {
     std::uint64_t scans = 0;             // scan calls (also counted in reads)
     std::uint64_t failed_reads = 0;
     std::uint64_t no_space_commits = 0;  // refused while set_no_space(true)
+    // Operations of the batches passed on to the wrapped backend (a delete_range counts
+    // once in `deletes`): what a workload costs the store, for tests that count it.
+    std::uint64_t puts = 0;
+    std::uint64_t deletes = 0;
   };
   Counters counters() const;
 
