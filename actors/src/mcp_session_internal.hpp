@@ -9,7 +9,6 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include <openssl/rand.h>
 
 #include <array>
 #include <functional>
