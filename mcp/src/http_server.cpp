@@ -1,8 +1,8 @@
 // The only translation unit that includes Boost.Beast (see http_server.hpp).
 #include "dorm/mcp/http_server.hpp"
 
-#include "dorm/runtime/log.hpp"
-
+#include <linux/filter.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <atomic>
@@ -17,17 +17,17 @@
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
-#include <mutex>
+#include <condition_variable>
+#include <cstring>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include <linux/filter.h>
-#include <sys/socket.h>
+#include "dorm/runtime/log.hpp"
 
 namespace dorm::mcp {
 namespace {
@@ -72,6 +72,19 @@ struct ServerState {
   // HttpServer::responses_by_status and open_streams.
   std::array<std::atomic<std::uint64_t>, kStatusCodes> responses{};
   std::atomic<std::size_t> streams_open{0};
+  // Connections that owe a response: their current request (a fresh connection: its
+  // first, not yet sent) has none written yet. HttpServer::finish_accepted waits for 0.
+  std::atomic<std::size_t> owed{0};
+  std::mutex owed_mutex;
+  std::condition_variable owed_paid;  // notified when owed drops to 0
+
+  void owe() { owed.fetch_add(1, std::memory_order_acq_rel); }
+  void pay() {
+    if (owed.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(owed_mutex);
+      owed_paid.notify_all();
+    }
+  }
 
   void count_response(unsigned status) {
     if (status < kStatusCodes) responses[status].fetch_add(1, std::memory_order_relaxed);
@@ -171,6 +184,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       body_->close();
       state_->streams_open.fetch_sub(1, std::memory_order_relaxed);
     }
+    paid();
     std::lock_guard lock(state_->connections_mutex);
     state_->connections.erase(this);
   }
@@ -180,6 +194,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       std::lock_guard lock(state_->connections_mutex);
       state_->connections.emplace(this, weak_from_this());
     }
+    owe();  // its client connected to send a request
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
   }
 
@@ -211,7 +226,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(static_cast<std::uint32_t>(options().max_header_bytes));
     head_.reset();
     head_method_ = false;
-    if (buffer_.size() > 0) return read_header();
+    if (buffer_.size() > 0) {
+      owe();
+      return read_header();
+    }
     // A draining server takes no new request on a kept-alive connection: the client opens
     // a new one, which reaches the successor. A new connection gets its first one answered.
     if (requests_ > 0 && state_->draining.load(std::memory_order_acquire)) return close();
@@ -222,6 +240,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->idle_ = false;
                               if (ec) return self->close();
+                              self->owe();
                               self->buffer_.commit(n);
                               self->read_header();
                             });
@@ -406,6 +425,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_after(options().idle_timeout);
     http::async_write(stream_, response_,
                       [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+                        self->paid();
                         if (ec) return self->close();
                         if (!keep_alive) return self->linger();
                         self->read();
@@ -456,6 +476,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::async_write(stream_, net::buffer(*out),
                      [self = shared_from_this(), out, payload](beast::error_code ec, std::size_t) {
                        self->writing_ = false;
+                       self->paid();
                        if (ec || !self->body_) return self->stream_failed();
                        self->body_->sent(payload);
                        self->watch();
@@ -595,6 +616,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.socket().close(ignored);
+    paid();
+  }
+
+  // The current request is owed a response (ServerState::owed), until paid() says its
+  // response is written or the connection is gone. Both are idempotent.
+  void owe() {
+    if (owing_) return;
+    owing_ = true;
+    state_->owe();
+  }
+  void paid() {
+    if (!owing_) return;
+    owing_ = false;
+    state_->pay();
   }
 
   beast::tcp_stream stream_;
@@ -612,6 +647,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool watching_ = false;
   bool idle_ = false;  // waiting for the first byte of the next request
   int requests_ = 0;   // requests whose header was read on this connection
+  bool owing_ = false;  // counted in ServerState::owed
 };
 
 }  // namespace
@@ -913,6 +949,18 @@ void HttpServer::begin_drain() {
     });
   }
   impl_->each_connection([](Connection& c) { c.drain_now(); });
+}
+
+bool HttpServer::finish_accepted(std::chrono::steady_clock::time_point deadline) {
+  close_listener();
+  auto& state = *impl_->state;
+  std::unique_lock lock(state.owed_mutex);
+  return state.owed_paid.wait_until(
+      lock, deadline, [&] { return state.owed.load(std::memory_order_acquire) == 0; });
+}
+
+std::size_t HttpServer::unanswered_requests() const {
+  return impl_->state->owed.load(std::memory_order_acquire);
 }
 
 void HttpServer::close_connections() {

@@ -41,9 +41,10 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
                                       {"failed", static_cast<std::int64_t>(drained->failed)}});
     for (const auto& e : drained->errors) log::warn("drain_session_failed", {{"error", e}});
   }
+  auto until = std::chrono::steady_clock::now() + std::min(bound, kAnswerAcceptedWait);
+  answer_accepted(srv, until);
   // Answered streams end on their own and their connections close (the server drains);
-  // give their last bytes a moment to go out, then close whatever is left.
-  auto until = std::chrono::steady_clock::now() + std::min(bound, std::chrono::milliseconds(1000));
+  // give their last bytes the rest of the moment to go out, then close whatever is left.
   while (srv.open_connections() > 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -51,6 +52,13 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
     log::info("closing_connections", {{"connections", static_cast<std::int64_t>(left)}});
   }
   srv.close_connections();
+}
+
+void answer_accepted(mcp::HttpServer& srv, std::chrono::steady_clock::time_point until) {
+  if (!srv.finish_accepted(until)) {
+    log::warn("requests_unanswered_at_stop",
+              {{"requests", static_cast<std::int64_t>(srv.unanswered_requests())}});
+  }
 }
 
 }  // namespace dorm::server

@@ -1,4 +1,4 @@
-// Steps (b) and (c) of a server's graceful stop (docs/mcp.md#graceful-drain); step (a),
+// Steps (b), (c) and the end of a server's graceful stop (docs/mcp.md#graceful-drain); step (a),
 // the HTTP server's drain, is begin_drain at the first stop request, and (d) stops the
 // runtime.
 #pragma once
@@ -21,5 +21,13 @@ std::size_t let_calls_finish(Runtime& runtime, std::chrono::steady_clock::time_p
 // which goes out on their live streams; connections then close. Waits at most `bound`
 // for the sessions, and a second at most for the last bytes to go out.
 void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::milliseconds bound);
+
+// Before the connections close, with or without (c): the listener closes (what the
+// kernel queued at it is accepted) and every request accepted so far is answered,
+// waiting until `until` at most (HttpServer::finish_accepted; a miss is logged). A client
+// that connected just before the stop (a readiness probe, a new session's first POST)
+// gets its answer, not a reset. (c) waits at most kAnswerAcceptedWait for it.
+constexpr std::chrono::milliseconds kAnswerAcceptedWait{1'000};
+void answer_accepted(mcp::HttpServer& srv, std::chrono::steady_clock::time_point until);
 
 }  // namespace dorm::server

@@ -133,6 +133,28 @@ async function halfSentRequest(port, lines) {
   return { complete: (body = '') => { socket.write('\r\n' + body); return closed; } };
 }
 
+test('with no call running, SIGTERM still answers the requests of connections it had accepted: one silent so far, one half sent', async (t) => {
+  const { proc, port } = await startServe(t);
+  const host = `Host: 127.0.0.1:${port}`;
+  const silent = await connect(port);
+  let silentText = '';
+  silent.setEncoding('utf8').on('data', (c) => { silentText += c; });
+  const silentClosed = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the connection stayed open')), WAIT_MS);
+    silent.on('close', () => { clearTimeout(timer); resolve(silentText); });
+  });
+  const half = await halfSentRequest(port, ['GET /healthz HTTP/1.1', host]);
+  proc.kill('SIGTERM');
+  // The stop has begun (nothing to drain): the server waits for these two requests before
+  // it closes its connections, instead of resetting them.
+  await proc.waitForStderr(/drain_started.*running_calls=0/);
+  silent.write(`GET /readyz HTTP/1.1\r\n${host}\r\n\r\n`);
+  assert.match(await silentClosed, /^HTTP\/1\.1 503 /);
+  assert.match(await half.complete(), /^HTTP\/1\.1 200 /);
+  assert.equal((await proc.waitForExit()).code, 0);
+  assert.doesNotMatch(proc.stderr, /requests_unanswered_at_stop/);
+});
+
 test('while draining: /readyz 503, initialize refused with 503, every response closes its connection', async (t) => {
   const { proc, url, port } = await startServe(t, { extraArgs: ['--fixtures', 'testing', '--drain-timeout', '30'] });
   const session = await openSession(url);

@@ -714,3 +714,47 @@ TEST_CASE("http server: a client that reads nothing leaves the writer's bytes un
   // What reached the client's socket before the cut is still readable; after it, the end.
   CHECK(client.drained_then_closed(std::chrono::seconds(10)));
 }
+
+TEST_CASE(
+    "http server: finish_accepted closes the listener and waits until every accepted request is "
+    "answered; a stream counts from its head") {
+  auto server = start_on_free_port();
+  server->set_ready(true);
+  StreamingHandler handler;
+  handler.install(*server);
+  std::uint16_t port = server->local_address().port;
+  Client streaming(port);
+  http::request<http::string_body> req{http::verb::get, "/mcp", 11};
+  req.set(http::field::host, "127.0.0.1");
+  streaming.send_only(req);
+  auto body = handler.take();
+  body->write(": open\n\n");
+  Client kept(port);
+  CHECK(kept.send(http::verb::get, "/healthz").result() == http::status::ok);
+  // The stream's head and the kept connection's answer are written (bounded wait).
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server->unanswered_requests() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(server->unanswered_requests() == 0);
+
+  // Connected, nothing sent yet: it owes its first request an answer.
+  Client fresh(port);
+  server->begin_drain();
+  CHECK_FALSE(
+      server->finish_accepted(std::chrono::steady_clock::now() + std::chrono::milliseconds(200)));
+  CHECK(server->unanswered_requests() == 1);
+  // The listener is closed: a successor binds the port without sharing it.
+  HttpServer::Options options;
+  options.listen = {"127.0.0.1", port};
+  auto successor = HttpServer::start(options);
+  REQUIRE(successor.ok());
+
+  auto answer = fresh.send(http::verb::get, "/readyz");
+  CHECK(answer.result() == http::status::service_unavailable);
+  CHECK(server->finish_accepted(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+  CHECK(server->unanswered_requests() == 0);
+  CHECK_FALSE(body->closed());  // the open stream was no reason to wait, and goes on
+  server->close_connections();
+  CHECK(closes_within(body, std::chrono::seconds(10)));
+}

@@ -223,6 +223,20 @@ class HttpServer {
   // queued at it). Idempotent, thread-safe.
   void begin_drain();
 
+  // The end of a graceful stop, before close_connections(): closes the listener (as
+  // close_listener(), so what the kernel queued at it is accepted), then waits until
+  // every request the server has accepted has its response written (a stream: its head),
+  // or until `deadline`. A connection that has sent nothing yet counts as one request: its
+  // client connected before the listener closed and is about to send it, and closing it
+  // unanswered would reset it although a successor may be listening. Requests are still
+  // read and handled while it waits (a draining server takes no second request on a
+  // connection). Returns true if none was left unanswered. Thread-safe; call it once the
+  // drain has begun.
+  bool finish_accepted(std::chrono::steady_clock::time_point deadline);
+
+  // Accepted requests without a written response (see finish_accepted). Thread-safe.
+  std::size_t unanswered_requests() const;
+
   // Closes every connection now, whatever it is doing (the drain's deadline has passed).
   // Thread-safe; returns before the sockets are closed (each closes on its own strand).
   void close_connections();
