@@ -13,6 +13,7 @@
 #include <libplatform/libplatform.h>
 #include <v8.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "bench_stats.hpp"
 #include "dorm/engine/pool.hpp"
 #include "dorm/engine/v8_process.hpp"
+#include "source_root.hpp"
 
 namespace dorm::bench {
 namespace {
@@ -101,10 +103,15 @@ struct Latency {
   double p50 = 0, p99 = 0, per_s = 0;
 };
 
-Latency sequential(engine::Pool& pool, const std::string& code, int runs, const std::string& expect) {
+// Runs `code` `runs` times, one after another; with a `gap`, each run starts that long
+// after the previous one ended (a caller with pauses between executions, as an agent
+// has, rather than one that keeps the pool busy).
+Latency sequential(engine::Pool& pool, const std::string& code, int runs, const std::string& expect,
+                   std::chrono::microseconds gap = {}) {
   std::vector<double> lat;
   auto t0 = Clock::now();
   for (int i = 0; i < runs; ++i) {
+    if (gap.count() > 0) std::this_thread::sleep_for(gap);
     auto t = Clock::now();
     std::string r = run(pool, code);
     lat.push_back(ms_since(t));
@@ -142,11 +149,12 @@ class BareV8 {
   }
   ~BareV8() { isolate_->Dispose(); }
 
-  Latency trivial(int runs) {
+  Latency trivial(int runs, std::chrono::microseconds gap = {}) {
     v8::Isolate::Scope scope(isolate_);
     std::vector<double> lat;
     auto t0 = Clock::now();
     for (int i = 0; i < runs; ++i) {
+      if (gap.count() > 0) std::this_thread::sleep_for(gap);
       auto t = Clock::now();
       v8::HandleScope handles(isolate_);
       auto context = v8::Context::New(isolate_);
@@ -191,14 +199,57 @@ std::map<std::string, std::map<std::string, double>> quickjs_round(const std::st
   return out;
 }
 
+// tools/bench/quickjs_paced.mjs: the QuickJS shape's trivial execution back to back and
+// paced like the paced rows (the peer's bench.mjs runs back to back only). Its
+// back-to-back figure is printed beside the peer's, to show the driver matches the peer.
+struct QuickJsPaced {
+  double back_to_back_p50 = -1, paced_p50 = -1, paced_p99 = -1;
+};
+
+QuickJsPaced quickjs_paced_round(const std::string& dir, int runs, int paced_runs,
+                                 std::chrono::microseconds gap) {
+  QuickJsPaced out;
+  std::string cmd = std::string("node '") + kSourceRoot +
+                    "/tools/bench/quickjs_paced.mjs' --quickjs-dir '" + dir + "' --runs " +
+                    std::to_string(runs) + " --paced-runs " + std::to_string(paced_runs) +
+                    " --gap-ms " + std::to_string(gap.count() / 1000.0) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char line[1024];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string s(line);
+    auto field = [&](const std::string& key) -> double {
+      auto at = s.find("\"" + key + "\":");
+      return at == std::string::npos ? -1 : std::atof(s.c_str() + at + key.size() + 3);
+    };
+    if (s.find("back to back") != std::string::npos) {
+      out.back_to_back_p50 = field("p50_ms");
+    } else if (s.find("paced") != std::string::npos) {
+      out.paced_p50 = field("p50_ms");
+      out.paced_p99 = field("p99_ms");
+    }
+  }
+  pclose(p);
+  return out;
+}
+
 std::string tool_loop(int calls) {
   return "let s = 0; for (let i = 0; i < " + std::to_string(calls) +
          "; i++) { const r = await tools.echo({i}); s += r.n; } return s;";
 }
 
+// The paced rows: executions 2 ms apart, a quarter as many as back to back (the gaps
+// would otherwise dominate a round's time).
+constexpr std::chrono::microseconds kPacedGap{2'000};
+int paced_runs(const EngineBenchOptions& o) {
+  return std::max(20, o.trivial_runs / 4);
+}
+
 // Each round's figures per subject (d: dorm, b: bare V8, q: the QuickJS peer).
 struct EngineFigures {
   std::vector<double> d_p50, d_p99, d_c1, d_c16, b_p50, b_p99, b_c1, q_p50, q_p99, q_c1;
+  std::vector<double> d_paced_p50, d_paced_p99, b_paced_p50, b_paced_p99;
+  std::vector<double> q_driver_p50, q_paced_p50, q_paced_p99;  // quickjs_paced.mjs
   std::vector<double> d_tools_p50, d_tools_s, q_tools_p50, q_tools_s, d_bomb, q_bomb, d_term;
   std::map<int, std::vector<double>> replay_ms;
   long worker1 = 0, worker9 = 0;  // RSS KiB of a worker with 1 and with 9 warm slots
@@ -235,6 +286,9 @@ void dorm_round(engine::Pool& pool, const EngineBenchOptions& o, EngineFigures& 
   f.d_p99.push_back(d.p99);
   f.d_c1.push_back(d.per_s);
   f.d_c16.push_back(concurrent(pool, "return 1", o.trivial_runs * 2, 16));
+  Latency paced = sequential(pool, "return 1", paced_runs(o), "1", kPacedGap);
+  f.d_paced_p50.push_back(paced.p50);
+  f.d_paced_p99.push_back(paced.p99);
   Latency dt = sequential(pool, tools100, o.tool_runs, tools100_result);
   f.d_tools_p50.push_back(dt.p50);
   f.d_tools_s.push_back(dt.per_s);
@@ -256,6 +310,9 @@ void peers_round(BareV8& bare, const EngineBenchOptions& o, EngineFigures& f) {
   f.b_p50.push_back(b.p50);
   f.b_p99.push_back(b.p99);
   f.b_c1.push_back(b.per_s);
+  Latency bp = bare.trivial(paced_runs(o), kPacedGap);
+  f.b_paced_p50.push_back(bp.p50);
+  f.b_paced_p99.push_back(bp.p99);
   if (!o.quickjs_dir.empty()) {
     auto q = quickjs_round(o.quickjs_dir, o.trivial_runs);
     f.q_p50.push_back(q["trivial"]["p50"]);
@@ -264,6 +321,10 @@ void peers_round(BareV8& bare, const EngineBenchOptions& o, EngineFigures& f) {
     f.q_tools_p50.push_back(q["tools100"]["p50"]);
     f.q_tools_s.push_back(q["tools100"]["per_s"]);
     f.q_bomb.push_back(q["bomb"]["ms"]);
+    auto qp = quickjs_paced_round(o.quickjs_dir, o.trivial_runs, paced_runs(o), kPacedGap);
+    f.q_driver_p50.push_back(qp.back_to_back_p50);
+    f.q_paced_p50.push_back(qp.paced_p50);
+    f.q_paced_p99.push_back(qp.paced_p99);
   }
 }
 
@@ -307,6 +368,10 @@ void print_figures(const EngineBenchOptions& o, const EngineFigures& f) {
             qjs ? median(f.q_c1) : -1);
   print_row("trivial executions/s (concurrency 16)", median(f.d_c16), -1,
             qjs ? median(f.q_c1) : -1);
+  print_row("trivial p50 ms, 2 ms between executions", median(f.d_paced_p50), median(f.b_paced_p50),
+            qjs ? median(f.q_paced_p50) : -1);
+  print_row("trivial p99 ms, 2 ms between executions", median(f.d_paced_p99), median(f.b_paced_p99),
+            qjs ? median(f.q_paced_p99) : -1);
   print_row("100 sequential tool calls p50 ms", median(f.d_tools_p50), -1,
             qjs ? median(f.q_tools_p50) : -1);
   print_row("100 sequential tool calls executions/s", median(f.d_tools_s), -1,
@@ -327,6 +392,14 @@ void print_figures(const EngineBenchOptions& o, const EngineFigures& f) {
         ratio(median(f.d_p50), median(f.q_p50)), ratio(median(f.d_c16), median(f.q_c1)),
         ratio(median(f.d_tools_p50), median(f.q_tools_p50)),
         ratio(median(f.q_bomb), median(f.d_bomb)));
+  }
+  if (qjs) {
+    std::printf(
+        "paced (2 ms between executions, QuickJS by tools/bench/quickjs_paced.mjs, whose "
+        "back-to-back "
+        "p50 was %.3f ms against the peer's %.3f): trivial p50 dorm/QuickJS %.2f\n",
+        median(f.q_driver_p50), median(f.q_p50),
+        ratio(median(f.d_paced_p50), median(f.q_paced_p50)));
   }
   std::printf("ratio: trivial p50 dorm/bare V8 %.2f\n", ratio(median(f.d_p50), median(f.b_p50)));
 }
