@@ -11,6 +11,7 @@
 #include "engine_bench.hpp"
 
 #include <libplatform/libplatform.h>
+#include <rapidjson/document.h>
 #include <v8.h>
 
 #include <algorithm>
@@ -176,26 +177,53 @@ class BareV8 {
 
 // ---- the QuickJS peer: node bench.mjs, one JSON line per case ----
 
-std::map<std::string, std::map<std::string, double>> quickjs_round(const std::string& dir, int runs) {
-  std::map<std::string, std::map<std::string, double>> out;
-  std::string cmd = "cd '" + dir + "' && node bench.mjs --runs " + std::to_string(runs) + " 2>/dev/null";
+// Runs `cmd` and parses each line it prints as a JSON object; other lines are skipped.
+std::vector<rapidjson::Document> json_lines(const std::string& cmd) {
+  std::vector<rapidjson::Document> out;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return out;
-  char line[1024];
-  while (std::fgets(line, sizeof line, p)) {
-    std::string s(line);
-    auto field = [&](const std::string& key) -> double {
-      auto at = s.find("\"" + key + "\":");
-      return at == std::string::npos ? -1 : std::atof(s.c_str() + at + key.size() + 3);
-    };
-    std::string name = s.find("trivial") != std::string::npos    ? "trivial"
-                       : s.find("100 sequential") != std::string::npos ? "tools100"
-                       : s.find("memory bomb") != std::string::npos     ? "bomb"
-                                                                        : "";
-    if (name.empty()) continue;
-    out[name] = {{"p50", field("p50_ms")}, {"p99", field("p99_ms")}, {"per_s", field("per_s")}, {"ms", field("ms")}};
+  std::string line;
+  for (int c; (c = std::fgetc(p)) != EOF;) {
+    if (c != '\n') {
+      line.push_back(static_cast<char>(c));
+      continue;
+    }
+    rapidjson::Document d;
+    if (!d.Parse(line.data(), line.size()).HasParseError() && d.IsObject())
+      out.push_back(std::move(d));
+    line.clear();
   }
   pclose(p);
+  return out;
+}
+
+// The number `key` of `o`, or -1 when it has none.
+double number(const rapidjson::Value& o, const char* key) {
+  auto m = o.FindMember(key);
+  return m != o.MemberEnd() && m->value.IsNumber() ? m->value.GetDouble() : -1;
+}
+
+std::string case_name(const rapidjson::Value& o) {
+  auto m = o.FindMember("case");
+  return m != o.MemberEnd() && m->value.IsString() ? m->value.GetString() : "";
+}
+
+std::map<std::string, std::map<std::string, double>> quickjs_round(const std::string& dir,
+                                                                   int runs) {
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const auto& d : json_lines("cd '" + dir + "' && node bench.mjs --runs " +
+                                  std::to_string(runs) + " 2>/dev/null")) {
+    std::string c = case_name(d);
+    std::string name = c.starts_with("trivial")          ? "trivial"
+                       : c.starts_with("100 sequential") ? "tools100"
+                       : c.starts_with("memory bomb")    ? "bomb"
+                                                         : "";
+    if (name.empty()) continue;
+    out[name] = {{"p50", number(d, "p50_ms")},
+                 {"p99", number(d, "p99_ms")},
+                 {"per_s", number(d, "per_s")},
+                 {"ms", number(d, "ms")}};
+  }
   return out;
 }
 
@@ -213,23 +241,15 @@ QuickJsPaced quickjs_paced_round(const std::string& dir, int runs, int paced_run
                     "/tools/bench/quickjs_paced.mjs' --quickjs-dir '" + dir + "' --runs " +
                     std::to_string(runs) + " --paced-runs " + std::to_string(paced_runs) +
                     " --gap-ms " + std::to_string(gap.count() / 1000.0) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char line[1024];
-  while (std::fgets(line, sizeof line, p)) {
-    std::string s(line);
-    auto field = [&](const std::string& key) -> double {
-      auto at = s.find("\"" + key + "\":");
-      return at == std::string::npos ? -1 : std::atof(s.c_str() + at + key.size() + 3);
-    };
-    if (s.find("back to back") != std::string::npos) {
-      out.back_to_back_p50 = field("p50_ms");
-    } else if (s.find("paced") != std::string::npos) {
-      out.paced_p50 = field("p50_ms");
-      out.paced_p99 = field("p99_ms");
+  for (const auto& d : json_lines(cmd)) {
+    std::string c = case_name(d);
+    if (c == "trivial back to back") {
+      out.back_to_back_p50 = number(d, "p50_ms");
+    } else if (c == "trivial paced") {
+      out.paced_p50 = number(d, "p50_ms");
+      out.paced_p99 = number(d, "p99_ms");
     }
   }
-  pclose(p);
   return out;
 }
 
