@@ -2,7 +2,8 @@
 // is asserted, only that each was measured): `dorm bench storage`, whose open-after-kill
 // step verifies, inside the program, that the killed writer's data came back; `dorm bench
 // boot`; `dorm bench http`, `dorm bench mcp` and `dorm bench streams`, which must kill
-// every server they start.
+// every server they start; `dorm bench engine` (its QuickJS subject needs a copy of the
+// peer, which a test machine does not have; the paced QuickJS driver's own checks run).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DormProcess, startServe } from './lib/dorm_process.mjs';
@@ -144,4 +145,42 @@ test('dorm bench mcp refuses bad options before starting any server', async (t) 
     assert.match(bench.stderr, message, args.join(' '));
     assert.ok(!bench.stdoutLines.some((l) => l.startsWith('server ')), bench.stdoutLines.join('\n'));
   }
+});
+
+test('dorm bench engine measures every case for dorm and bare V8, paced rows included', async (t) => {
+  const bench = new DormProcess(t, ['bench', 'engine', '--rounds', '1', '--runs', '20', '--tool-runs', '2']);
+  const { code } = await bench.waitForExit(300_000);
+  assert.equal(code, 0, bench.stderr);
+  const at = bench.stdoutLines.findIndex((l) => l.startsWith('case '));
+  assert.ok(at >= 0, bench.stdoutLines.join('\n'));
+  const rows = new Map();
+  for (const line of bench.stdoutLines.slice(at + 1)) {
+    const m = /^(.*?)\s{2,}(\S+)(?:\s+(\S+))?(?:\s+(\S+))?$/.exec(line);
+    if (m) rows.set(m[1].trim(), m.slice(2).filter((c) => c !== undefined));
+  }
+  const withBare = ['trivial p50 ms (concurrency 1)', 'trivial p99 ms (concurrency 1)',
+    'trivial executions/s (concurrency 1)', 'trivial p50 ms, 2 ms between executions',
+    'trivial p99 ms, 2 ms between executions'];
+  const dormOnly = ['trivial executions/s (concurrency 16)', '100 sequential tool calls p50 ms',
+    'memory bomb to its error ms', 'replay of 100 journaled calls ms', 'worker RSS KiB (1 warm slot)'];
+  for (const name of [...withBare, ...dormOnly]) {
+    const cells = rows.get(name);
+    assert.ok(cells, `no row "${name}"`);
+    assert.ok(Number(cells[0]) > 0, `${name}: ${cells}`);
+    if (withBare.includes(name)) assert.ok(Number(cells[1]) > 0, `${name}: ${cells}`);
+  }
+  assert.ok(bench.stdoutLines.some((l) => /^ratio: trivial p50 dorm\/bare V8 \d/.test(l)));
+});
+
+test('the paced QuickJS driver refuses bad options with a message', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const script = fileURLToPath(new URL('../../tools/bench/quickjs_paced.mjs', import.meta.url));
+  const missing = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /--quickjs-dir is required/);
+  const bad = spawnSync(process.execPath, [script, '--quickjs-dir', '/nonexistent', '--runs', '0'],
+    { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /--runs and --paced-runs must be positive/);
 });
