@@ -2,7 +2,7 @@
 // is asserted, only that each was measured): `dorm bench storage`, whose open-after-kill
 // step verifies, inside the program, that the killed writer's data came back; `dorm bench
 // boot`; `dorm bench http`, `dorm bench mcp` and `dorm bench streams`, which must kill
-// every server they start; `dorm bench engine` (its QuickJS subject needs a copy of the
+// every server they start; `dorm bench execute`; `dorm bench engine` (its QuickJS subject needs a copy of the
 // peer, which a test machine does not have; the paced QuickJS driver's own checks run).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -183,4 +183,23 @@ test('the paced QuickJS driver refuses bad options with a message', async () => 
     { encoding: 'utf8', timeout: 30_000 });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /--runs and --paced-runs must be positive/);
+});
+
+test('dorm bench execute reports every row: round trips, resume from cold, paused memory', async (t) => {
+  const bench = new DormProcess(t, ['bench', 'execute', '--rounds', '1', '--calls', '10', '--paused', '20']);
+  const { code } = await bench.waitForExit(300_000);
+  assert.equal(code, 0, bench.stderr);
+  const rows = new Map(bench.stdoutLines.filter((l) => l.startsWith('| ') && !l.startsWith('| row') && !l.startsWith('| memory'))
+    .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()))
+    .map(([name, ...cells]) => [name, cells]));
+  for (const name of ['tools/call echo (baseline)', 'execute `return 1`',
+    'execute, 20 tally calls, live (baseline)',
+    'resume from cold: replay of 20 journaled calls, then the approved call']) {
+    const cells = rows.get(name);
+    assert.ok(cells, `no row "${name}" in ${[...rows.keys()]}`);
+    for (const c of cells) assert.ok(Number(c) > 0, `${name}: ${cells}`);
+  }
+  const memory = [...rows.keys()].find((k) => k.startsWith('this process, MiB'));
+  assert.ok(memory, 'no memory row');
+  assert.ok(rows.get(memory).slice(0, 2).every((c) => Number(c) > 0), String(rows.get(memory)));
 });
