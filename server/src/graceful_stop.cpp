@@ -41,8 +41,7 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
                                       {"failed", static_cast<std::int64_t>(drained->failed)}});
     for (const auto& e : drained->errors) log::warn("drain_session_failed", {{"error", e}});
   }
-  auto until = std::chrono::steady_clock::now() + std::min(bound, kAnswerAcceptedWait);
-  answer_accepted(srv, until);
+  auto until = answer_accepted(srv, bound);
   // Answered streams end on their own and their connections close (the server drains);
   // give their last bytes the rest of the moment to go out, then close whatever is left.
   while (srv.open_connections() > 0 && std::chrono::steady_clock::now() < until) {
@@ -54,11 +53,14 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
   srv.close_connections();
 }
 
-void answer_accepted(mcp::HttpServer& srv, std::chrono::steady_clock::time_point until) {
+std::chrono::steady_clock::time_point answer_accepted(mcp::HttpServer& srv,
+                                                      std::chrono::milliseconds bound) {
+  auto until = std::chrono::steady_clock::now() + std::min(bound, kAnswerAcceptedWait);
   if (!srv.finish_accepted(until)) {
     log::warn("requests_unanswered_at_stop",
               {{"requests", static_cast<std::int64_t>(srv.unanswered_requests())}});
   }
+  return until;
 }
 
 }  // namespace dorm::server

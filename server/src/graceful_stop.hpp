@@ -24,10 +24,12 @@ void stop_running_calls(Runtime& runtime, mcp::HttpServer& srv, std::chrono::mil
 
 // Before the connections close, with or without (c): the listener closes (what the
 // kernel queued at it is accepted) and every request accepted so far is answered,
-// waiting until `until` at most (HttpServer::finish_accepted; a miss is logged). A client
-// that connected just before the stop (a readiness probe, a new session's first POST)
-// gets its answer, not a reset. (c) waits at most kAnswerAcceptedWait for it.
+// waiting at most `bound` or kAnswerAcceptedWait, whichever is shorter
+// (HttpServer::finish_accepted; a miss is logged). A client that connected just before
+// the stop (a readiness probe, a new session's first POST) gets its answer, not a reset.
+// Returns the end of that wait.
 constexpr std::chrono::milliseconds kAnswerAcceptedWait{1'000};
-void answer_accepted(mcp::HttpServer& srv, std::chrono::steady_clock::time_point until);
+std::chrono::steady_clock::time_point answer_accepted(mcp::HttpServer& srv,
+                                                      std::chrono::milliseconds bound);
 
 }  // namespace dorm::server

@@ -594,8 +594,7 @@ int Server::Impl::serve_until_stopped(Startup& s, Runtime& runtime, storage::Bac
     watchdog.stage("stopping running calls");
     stop_running_calls(runtime, srv, options.shutdown_grace);
   } else {
-    answer_accepted(srv, std::chrono::steady_clock::now() +
-                             std::min(options.shutdown_grace, kAnswerAcceptedWait));
+    answer_accepted(srv, options.shutdown_grace);
     srv.close_connections();
   }
   // The I/O threads end before the runtime stops (an actor system does not finish its

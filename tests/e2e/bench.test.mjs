@@ -2,9 +2,12 @@
 // is asserted, only that each was measured): `dorm bench storage`, whose open-after-kill
 // step verifies, inside the program, that the killed writer's data came back; `dorm bench
 // boot`; `dorm bench http`, `dorm bench mcp` and `dorm bench streams`, which must kill
-// every server they start; `dorm bench execute`; `dorm bench engine` (its QuickJS subject needs a copy of the
-// peer, which a test machine does not have; the paced QuickJS driver's own checks run).
+// every server they start; `dorm bench execute`; `dorm bench engine` (its QuickJS subject
+// needs a copy of the peer, which a test machine does not have; the paced QuickJS driver's
+// own checks run).
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { DormProcess, startServe } from './lib/dorm_process.mjs';
 import { openSession, post } from './lib/mcp_http.mjs';
@@ -173,8 +176,6 @@ test('dorm bench engine measures every case for dorm and bare V8, paced rows inc
 });
 
 test('the paced QuickJS driver refuses bad options with a message', async () => {
-  const { spawnSync } = await import('node:child_process');
-  const { fileURLToPath } = await import('node:url');
   const script = fileURLToPath(new URL('../../tools/bench/quickjs_paced.mjs', import.meta.url));
   const missing = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(missing.status, 2);

@@ -124,32 +124,32 @@ async function halfSentRequest(port, lines) {
   const socket = await connect(port);
   // Written to the kernel (on loopback: into the server's receive queue) before returning.
   await new Promise((resolve, reject) => socket.write(lines.join('\r\n') + '\r\n', (e) => (e ? reject(e) : resolve())));
+  const answer = answerOf(socket);
+  return { complete: (body = '') => answer.complete('\r\n' + body) };
+}
+
+// What the server sends on `socket` until it closes it; `complete(bytes)` sends the rest
+// of the request first.
+function answerOf(socket) {
   let text = '';
   socket.setEncoding('utf8').on('data', (c) => { text += c; });
   const closed = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the connection stayed open')), WAIT_MS);
     socket.on('close', () => { clearTimeout(timer); resolve(text); });
   });
-  return { complete: (body = '') => { socket.write('\r\n' + body); return closed; } };
+  return { complete: (bytes) => { socket.write(bytes); return closed; } };
 }
 
 test('with no call running, SIGTERM still answers the requests of connections it had accepted: one silent so far, one half sent', async (t) => {
   const { proc, port } = await startServe(t);
   const host = `Host: 127.0.0.1:${port}`;
-  const silent = await connect(port);
-  let silentText = '';
-  silent.setEncoding('utf8').on('data', (c) => { silentText += c; });
-  const silentClosed = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the connection stayed open')), WAIT_MS);
-    silent.on('close', () => { clearTimeout(timer); resolve(silentText); });
-  });
+  const silent = answerOf(await connect(port));
   const half = await halfSentRequest(port, ['GET /healthz HTTP/1.1', host]);
   proc.kill('SIGTERM');
   // The stop has begun (nothing to drain): the server waits for these two requests before
   // it closes its connections, instead of resetting them.
   await proc.waitForStderr(/drain_started.*running_calls=0/);
-  silent.write(`GET /readyz HTTP/1.1\r\n${host}\r\n\r\n`);
-  assert.match(await silentClosed, /^HTTP\/1\.1 503 /);
+  assert.match(await silent.complete(`GET /readyz HTTP/1.1\r\n${host}\r\n\r\n`), /^HTTP\/1\.1 503 /);
   assert.match(await half.complete(), /^HTTP\/1\.1 200 /);
   assert.equal((await proc.waitForExit()).code, 0);
   assert.doesNotMatch(proc.stderr, /requests_unanswered_at_stop/);
