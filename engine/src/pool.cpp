@@ -377,6 +377,7 @@ void PoolImpl::detach(WorkerProc& w, ExecutionImpl& e) {
 
 void PoolImpl::finish_completed(ExecutionImpl& e, std::string_view json) {
   e.state = ExecutionImpl::State::ended;
+  e.ended.store(true, std::memory_order_release);
   {
     std::lock_guard lock(mutex_);
     ++stats_.completed;
@@ -387,6 +388,7 @@ void PoolImpl::finish_completed(ExecutionImpl& e, std::string_view json) {
 
 void PoolImpl::finish_failed(ExecutionImpl& e, FailureKind kind, std::string_view message) {
   e.state = ExecutionImpl::State::ended;
+  e.ended.store(true, std::memory_order_release);
   {
     std::lock_guard lock(mutex_);
     ++stats_.failed;
@@ -577,6 +579,9 @@ void ExecutionImpl::deliver_tool_result(std::uint32_t seq, bool ok, std::string 
 }
 
 void ExecutionImpl::cancel() {
+  // An owner that cancels what already ended (on hearing of its end, say) needs no wake-up
+  // of the pool thread: that was a wake-up on the path of every execution's answer.
+  if (ended.load(std::memory_order_acquire)) return;
   auto self = shared_from_this();
   inbox_->post([self] { self->pool_.cancel(self); });
 }

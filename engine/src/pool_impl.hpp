@@ -91,6 +91,10 @@ class ExecutionImpl final : public Execution, public std::enable_shared_from_thi
   mutable std::mutex journal_mutex_;
   Journal journal_;
 
+  // Set (on the pool thread) once the observer has been told the outcome; read by
+  // cancel() on any thread, so a cancel after the end posts nothing.
+  std::atomic<bool> ended{false};
+
   // Pool thread only.
   enum class State { queued, running, ended } state = State::queued;
   WorkerProc* worker = nullptr;

@@ -350,6 +350,21 @@ TEST_CASE("engine: cancel ends a running execution with kind cancelled") {
   run.exec->cancel();
 }
 
+TEST_CASE("engine: a cancel after the end changes nothing") {
+  // An owner may cancel on hearing the outcome (a session does when it settles); that
+  // must neither turn the outcome into a failure nor disturb the next execution.
+  auto before = pool().stats();
+  Run run = finish("return 7");
+  run.exec->cancel();
+  run.exec->cancel();
+  CHECK(result_of("return 8") == "8");
+  auto after = pool().stats();
+  CHECK(run.rec->result == std::optional<std::string>("7"));
+  CHECK_FALSE(run.rec->failure);
+  CHECK(after.completed - before.completed == 2);
+  CHECK(after.failed == before.failed);
+}
+
 TEST_CASE("engine: results of concurrent calls, delivered out of order, replay in the recorded order") {
   const std::string code =
       "const order = [];"
