@@ -376,8 +376,7 @@ void PoolImpl::detach(WorkerProc& w, ExecutionImpl& e) {
 }
 
 void PoolImpl::finish_completed(ExecutionImpl& e, std::string_view json) {
-  e.state = ExecutionImpl::State::ended;
-  e.ended.store(true, std::memory_order_release);
+  e.mark_ended();
   {
     std::lock_guard lock(mutex_);
     ++stats_.completed;
@@ -387,8 +386,7 @@ void PoolImpl::finish_completed(ExecutionImpl& e, std::string_view json) {
 }
 
 void PoolImpl::finish_failed(ExecutionImpl& e, FailureKind kind, std::string_view message) {
-  e.state = ExecutionImpl::State::ended;
-  e.ended.store(true, std::memory_order_release);
+  e.mark_ended();
   {
     std::lock_guard lock(mutex_);
     ++stats_.failed;

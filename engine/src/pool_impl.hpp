@@ -91,8 +91,12 @@ class ExecutionImpl final : public Execution, public std::enable_shared_from_thi
   mutable std::mutex journal_mutex_;
   Journal journal_;
 
-  // Set (on the pool thread) once the observer has been told the outcome; read by
-  // cancel() on any thread, so a cancel after the end posts nothing.
+  // On the pool thread, before the observer hears the outcome.
+  void mark_ended() {
+    state = State::ended;
+    ended.store(true, std::memory_order_release);
+  }
+  // `state == ended`, readable on any thread: cancel() after the end posts nothing.
   std::atomic<bool> ended{false};
 
   // Pool thread only.
