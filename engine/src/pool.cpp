@@ -120,10 +120,11 @@ Result<std::shared_ptr<Execution>> PoolImpl::start(ExecutionRequest request,
     }
     ++queued_count_;
   }
-  post([this, e] {
+  auto enqueue = [this, e] {
     queue_.push_back(e);
     dispatch();
-  });
+  };
+  if (!inbox_->try_run([&] { act_for_caller(enqueue); })) post(enqueue);
   return std::shared_ptr<Execution>(e);
 }
 
@@ -398,6 +399,8 @@ void PoolImpl::finish_failed(ExecutionImpl& e, FailureKind kind, std::string_vie
 // ---- the pool thread ----
 
 void PoolImpl::loop() {
+  std::unique_lock state(inbox_->state);
+  inbox_->serving = true;
   while (!stopping_) {
     run_commands();
     if (stopping_) break;
@@ -420,15 +423,20 @@ void PoolImpl::loop() {
       add(w->control, -1);
       for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
     }
-    // With one execution running, its next frame (or the answer to its tool call, through
-    // the inbox) usually comes within microseconds: poll a while before sleeping.
-    int rc = 0;
-    if (auto budget = poll_policy_.next(running_count() == 1); budget.count() > 0) {
-      rc = poll_briefly(fds.data(), fds.size(), budget);
-      poll_policy_.record(rc > 0);
-    }
-    if (rc == 0) rc = ::poll(fds.data(), fds.size(), next_timeout_ms());
-    if (rc < 0 && errno != EINTR) break;
+    // With one execution running, its next frame (or the answer to its tool call) usually
+    // comes within microseconds: poll a while before sleeping.
+    auto budget = poll_policy_.next(running_count() == 1);
+    int timeout = next_timeout_ms();
+    loop_wakes_at_ = std::chrono::steady_clock::now() + budget + std::chrono::milliseconds(timeout);
+    // Others may act on the pool while it waits (Inbox::try_run); they wake it if it must look.
+    state.unlock();
+    int brief = budget.count() > 0 ? poll_briefly(fds.data(), fds.size(), budget) : 0;
+    int rc = brief != 0 ? brief : ::poll(fds.data(), fds.size(), timeout);
+    int poll_errno = errno;
+    state.lock();
+    loop_wakes_at_ = kNever;
+    if (budget.count() > 0) poll_policy_.record(brief > 0);
+    if (rc < 0 && poll_errno != EINTR) break;
     if (fds[0].revents & POLLIN) {
       std::uint64_t count;
       (void)!read(inbox_->wake_fd, &count, sizeof count);
@@ -442,6 +450,7 @@ void PoolImpl::loop() {
       if (w->pid >= 0 && (revents & (POLLIN | POLLHUP | POLLERR))) read_from(*w, which);
     }
   }
+  inbox_->serving = false;
 }
 
 void PoolImpl::run_commands() {
@@ -555,7 +564,13 @@ void PoolImpl::flush(WorkerProc& w, Conn& c) {
     if (n > 0) {
       c.out.erase(0, static_cast<std::size_t>(n));
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      if (acting_for_caller_) loop_must_look_ = true;  // its poll() must ask for POLLOUT
       return;  // poll() tells us when it drains
+    } else if (acting_for_caller_) {
+      // Observers hear of a lost worker from the pool thread only: it finds the socket
+      // broken when it polls it.
+      loop_must_look_ = true;
+      return;
     } else {
       lose(w, "its socket broke (" + std::string(std::strerror(errno)) + ")");
       return;
@@ -566,9 +581,14 @@ void PoolImpl::flush(WorkerProc& w, Conn& c) {
 void ExecutionImpl::deliver_tool_result(std::uint32_t seq, bool ok, std::string value) {
   auto self = shared_from_this();
   // An observer that answers from its callback is already on the pool thread: deliver now
-  // rather than wake the loop for it.
+  // rather than wake the loop for it. Another thread delivers itself if the pool thread
+  // is waiting (Inbox::try_run).
   if (inbox_->on_loop_thread()) {
     pool_.deliver(self, seq, ok, std::move(value));
+    return;
+  }
+  if (inbox_->try_run(
+          [&] { pool_.act_for_caller([&] { pool_.deliver(self, seq, ok, std::move(value)); }); })) {
     return;
   }
   inbox_->post([self, seq, ok, value = std::move(value)]() mutable {

@@ -4,7 +4,8 @@
 //  - worker_supervision.cpp keeps the worker processes: spawn, ready, heartbeats and
 //    deadlines, loss (failing exactly what the lost worker held), replacement with
 //    backoff after repeated crashes, and recycling after PoolOptions::recycle_after.
-// Everything is touched on the pool thread only, unless a comment says otherwise.
+// Everything is touched on the pool thread only, unless a comment says otherwise, or by a
+// thread that acts for a caller while the pool thread waits (Inbox::try_run).
 #pragma once
 
 #include <sys/types.h>
@@ -22,6 +23,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dorm/engine/pool.hpp"
@@ -38,12 +40,23 @@ struct WorkerProc;
 // How other threads hand work to the pool thread. Executions hold it (not the pool), so an
 // execution kept past its pool's lifetime — by an actor that outlives a shutdown — posts
 // into a closed inbox instead of into freed memory.
+//
+// A thread that starts an execution or answers a tool call may also act on the pool's
+// state itself, without waking the pool thread (try_run). The pool thread holds `state`
+// while it works and lets go of it only while it waits in poll(), so whoever holds it has
+// the pool to itself. Acting inline matters because a woken pool thread is often queued
+// on the waker's CPU, behind the rest of the waker's work (an actor's turn and its commit):
+// a start posted from a session's turn reached its slot ~0.1 ms later than one written
+// from the turn (docs/engine.md, "Starting on the caller's thread").
 struct Inbox {
   std::mutex mutex;
   std::vector<std::function<void()>> commands;
   bool closed = false;
   int wake_fd = -1;
   std::atomic<std::thread::id> loop_thread{};
+
+  std::mutex state;      // see above
+  bool serving = false;  // guarded by `state`: the pool thread's loop runs (so the pool lives)
 
   bool on_loop_thread() const { return loop_thread.load() == std::this_thread::get_id(); }
 
@@ -52,8 +65,37 @@ struct Inbox {
     std::lock_guard lock(mutex);
     if (closed) return;
     commands.push_back(std::move(fn));
+    wake();
+  }
+
+  void wake() {
     std::uint64_t one = 1;
     (void)!write(wake_fd, &one, sizeof one);
+  }
+
+  // Runs `fn` on this thread with `state` held, if `state` is free right now (never waits
+  // for it), the loop is serving, and no command is queued (what was posted earlier stays
+  // ahead of this). False if it did not run: post instead. Never on the pool thread, nor
+  // inside another try_run (`fn` may reach an observer that calls back into the pool).
+  template <class F>
+  bool try_run(F&& fn) {
+    if (acting_inline() || on_loop_thread()) return false;
+    std::unique_lock lock(state, std::try_to_lock);
+    if (!lock.owns_lock() || !serving) return false;
+    {
+      std::lock_guard queued(mutex);
+      if (!commands.empty()) return false;
+    }
+    acting_inline() = true;
+    fn();
+    acting_inline() = false;
+    return true;
+  }
+
+ private:
+  static bool& acting_inline() {
+    thread_local bool acting = false;
+    return acting;
   }
 };
 
@@ -168,6 +210,19 @@ class PoolImpl final : public Pool {
                std::string value);
   void cancel(const std::shared_ptr<ExecutionImpl>& e);
 
+  // Runs `fn` (pool work) for a caller inside Inbox::try_run, then wakes the pool thread
+  // only if `fn` left it something its poll() does not know of: bytes it could not write,
+  // a worker to replace, or a deadline before the loop's own wake-up.
+  template <class F>
+  void act_for_caller(F&& fn) {
+    acting_for_caller_ = true;
+    fn();
+    acting_for_caller_ = false;
+    bool sooner = std::chrono::steady_clock::now() + std::chrono::milliseconds(next_timeout_ms()) <
+                  loop_wakes_at_;
+    if (std::exchange(loop_must_look_, false) || lost_ || sooner) inbox_->wake();
+  }
+
  private:
   // ---- executions (pool.cpp) ----
 
@@ -239,6 +294,10 @@ class PoolImpl final : public Pool {
   // The startup snapshot the first worker made, as a sealed memfd handed to the workers
   // started after it (-1: none yet, or dropped because a worker died starting from it).
   int shared_snapshot_ = -1;
+  // Guarded by inbox_->state, like the rest (for a caller acting inline: act_for_caller).
+  SteadyTime loop_wakes_at_ = kNever;  // when the waiting loop's poll() times out by itself
+  bool acting_for_caller_ = false;     // a caller's thread runs pool work (flush never loses)
+  bool loop_must_look_ = false;        // that work left the loop something to do
   std::shared_ptr<ExecutionImpl> judged_;
   FailureKind judged_kind_ = FailureKind::wall_limit;
   std::string judged_message_;

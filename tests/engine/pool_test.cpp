@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dorm/engine/pool.hpp"
 #include "engine_harness.hpp"
@@ -362,6 +363,67 @@ TEST_CASE("engine: a cancel after the end changes nothing") {
   CHECK(run.rec->result == std::optional<std::string>("7"));
   CHECK_FALSE(run.rec->failure);
   CHECK(after.completed - before.completed == 2);
+  CHECK(after.failed == before.failed);
+}
+
+TEST_CASE("engine: a start and a tool result larger than a socket takes at once arrive whole") {
+  // A thread that starts an execution, or answers a call, while the pool thread waits
+  // writes to the slot itself; what the socket cannot take then is left for the pool
+  // thread, which must be woken to send it. Heartbeats a minute apart: nothing else wakes
+  // that thread before the waits below give up.
+  PoolOptions options = test_pool_options(1, 1);
+  options.heartbeat = std::chrono::minutes(1);
+  auto created = Pool::create(options);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  auto quiet = std::move(*created);
+  const std::string padding(600'000, 'x');
+  auto rec = std::make_shared<Recorder>();
+  auto started = quiet->start(
+      ExecutionRequest{
+          "big",
+          "/*" + padding + "*/ const v = await tools.big(); return [v.length, v.slice(-3)]",
+          small_limits(),
+          {}},
+      rec);
+  REQUIRE(started.ok());
+  Run run{rec, *started};
+  REQUIRE(run.rec->wait_calls(1, std::chrono::seconds(20)));
+  run.exec->deliver_tool_result(1, true, "\"" + std::string(3'000'000, 'y') + "zzz\"");
+  REQUIRE(run.rec->wait_done(std::chrono::seconds(20)));
+  INFO((run.rec->failure ? run.rec->failure->second : ""));
+  CHECK(run.rec->result == std::optional<std::string>(R"([3000003,"zzz"])"));
+}
+
+TEST_CASE("engine: executions started and answered from many threads at once all end right") {
+  // Starts and tool results from several threads race with each other and with the pool
+  // thread: each either acts while the pool thread waits or is queued for it.
+  constexpr int kThreads = 6;
+  constexpr int kEach = 12;
+  const std::string code =
+      "let s = 0; for (let i = 1; i <= 3; i++) s += (await tools.add({i})).n; return s";
+  auto before = pool().stats();
+  std::vector<std::thread> threads;
+  std::vector<int> right(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int n = 0; n < kEach; ++n) {
+        auto rec = std::make_shared<Recorder>();
+        auto started = pool().start(ExecutionRequest{"many", code, small_limits(), {}}, rec);
+        if (!started.ok()) return;
+        auto exec = *started;
+        for (std::uint32_t seq = 1; seq <= 3; ++seq) {
+          if (!rec->wait_calls(seq)) return;
+          exec->deliver_tool_result(seq, true, R"({"n":)" + std::to_string(seq * (t + 1)) + "}");
+        }
+        if (!rec->wait_done()) return;
+        if (rec->result == std::optional<std::string>(std::to_string(6 * (t + 1)))) ++right[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(right[t] == kEach);
+  auto after = pool().stats();
+  CHECK(after.completed - before.completed == kThreads * kEach);
   CHECK(after.failed == before.failed);
 }
 

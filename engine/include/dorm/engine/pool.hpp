@@ -88,8 +88,9 @@ struct ExecutionRequest {
   std::optional<Journal> journal;
 };
 
-// What an execution tells its owner, on the pool thread, in order. After on_completed or
-// on_failed nothing more is called.
+// What an execution tells its owner, in order and one call at a time. After on_completed or
+// on_failed nothing more is called. Every call comes on the pool thread, except on_journal
+// for a tool result, which may come on the thread that delivered that result.
 class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
