@@ -18,8 +18,8 @@ void McpSession::deliver(std::uint64_t stream, std::string bytes, bool end) {
   if (it == connections_.end()) return;  // no client attached: the log has it
   auto connection = it->second;
   if (end) connections_.erase(it);
-  after_commit([connection, bytes = std::move(bytes), end]() mutable {
-    caf::anon_send(connection->sink, mcp::SinkWrite{std::move(bytes), end, false});
+  after_commit([this, connection, bytes = std::move(bytes), end]() mutable {
+    tell_helper(connection->sink, caf::make_message(mcp::SinkWrite{std::move(bytes), end, false}));
   });
 }
 

@@ -165,4 +165,8 @@ void DurableObject::adopt(const caf::actor& actor, std::function<void()> on_down
   host_->adopt(actor, std::move(on_down));
 }
 
+void DurableObject::tell_helper(const caf::actor& helper, caf::message msg) {
+  host_->tell_helper(helper, std::move(msg));
+}
+
 }  // namespace dorm

@@ -49,6 +49,13 @@ class ObjectHost : public caf::event_based_actor {
   void after(std::chrono::milliseconds delay, std::function<void()> then);
   Inbox inbox() const { return Inbox(impl()->posts, address()); }
   void adopt(const caf::actor& actor, std::function<void()> on_down);
+  // DurableObject::tell_helper: enqueued with this actor's execution unit, so the helper
+  // is scheduled on this worker (CAF's exec_later) instead of on another one, woken.
+  void tell_helper(const caf::actor& helper, caf::message msg) {
+    if (helper)
+      caf::actor_cast<caf::abstract_actor*>(helper)->enqueue(nullptr, caf::make_message_id(),
+                                                             std::move(msg), context());
+  }
 
   // The directory's copy (valid until on_exit, after which no turn runs).
   const ObjectId& id() const { return activation_->id; }

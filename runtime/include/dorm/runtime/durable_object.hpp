@@ -243,6 +243,12 @@ class DurableObject {
   // of this object; when this activation ends (evicted, reset, stopped, crashed) first,
   // `actor` is told to exit. Call it from the turn or an after_commit() effect.
   void adopt(const caf::actor& actor, std::function<void()> on_down);
+  // Sends `msg` to a helper actor at once, from the worker thread that runs this object:
+  // the helper runs on that worker as soon as this object lets go of it. (A message sent
+  // from elsewhere, as caf::anon_send does, goes to another worker and wakes it; on a
+  // small machine that worker is queued on this same CPU behind the rest of the turn.)
+  // Not behind the output gate: call it from an after_commit() effect.
+  void tell_helper(const caf::actor& helper, caf::message msg);
 
  private:
   friend class detail::ObjectHost;
