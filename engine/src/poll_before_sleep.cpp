@@ -1,5 +1,7 @@
 #include "dorm/engine/poll_before_sleep.hpp"
 
+#include <sched.h>
+
 #include <cerrno>
 
 namespace dorm::engine {
@@ -16,12 +18,13 @@ void PollBeforeSleep::record(bool answered) {
   waits_since_probe_ = 0;
 }
 
-int poll_briefly(pollfd* fds, nfds_t count, std::chrono::microseconds budget) {
+int poll_briefly(pollfd* fds, nfds_t count, std::chrono::microseconds budget, bool yield) {
   const auto until = std::chrono::steady_clock::now() + budget;
   for (;;) {
     int ready = ::poll(fds, count, 0);
     if (ready > 0 || (ready < 0 && errno != EINTR)) return ready;
     if (std::chrono::steady_clock::now() >= until) return 0;
+    if (yield) sched_yield();
   }
 }
 

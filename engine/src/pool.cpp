@@ -430,7 +430,8 @@ void PoolImpl::loop() {
     loop_wakes_at_ = std::chrono::steady_clock::now() + budget + std::chrono::milliseconds(timeout);
     // Others may act on the pool while it waits (Inbox::try_run); they wake it if it must look.
     state.unlock();
-    int brief = budget.count() > 0 ? poll_briefly(fds.data(), fds.size(), budget) : 0;
+    int brief =
+        budget.count() > 0 ? poll_briefly(fds.data(), fds.size(), budget, /*yield=*/false) : 0;
     int rc = brief != 0 ? brief : ::poll(fds.data(), fds.size(), timeout);
     int poll_errno = errno;
     state.lock();

@@ -49,15 +49,18 @@ TEST_CASE("poll_briefly: reports a readable or closed socket, and nothing when t
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
   pollfd p{fds[0], POLLIN, 0};
-  CHECK(dorm::engine::poll_briefly(&p, 1, 200us) == 0);
+  CHECK(dorm::engine::poll_briefly(&p, 1, 200us, false) == 0);
+  CHECK(dorm::engine::poll_briefly(&p, 1, 200us, true) == 0);
   CHECK(p.revents == 0);
   REQUIRE(::write(fds[1], "x", 1) == 1);
-  CHECK(dorm::engine::poll_briefly(&p, 1, 200us) == 1);
+  CHECK(dorm::engine::poll_briefly(&p, 1, 200us, false) == 1);
+  CHECK(dorm::engine::poll_briefly(&p, 1, 200us, true) == 1);
   CHECK((p.revents & POLLIN) != 0);
   char byte;
   REQUIRE(::read(fds[0], &byte, 1) == 1);
   ::close(fds[1]);
-  CHECK(dorm::engine::poll_briefly(&p, 1, 200us) == 1);
+  CHECK(dorm::engine::poll_briefly(&p, 1, 200us, false) == 1);
+  CHECK(dorm::engine::poll_briefly(&p, 1, 200us, true) == 1);
   CHECK((p.revents & POLLHUP) != 0);
   ::close(fds[0]);
 }

@@ -143,7 +143,7 @@ std::variant<SlotInput, NoInput> Slot::next_input(std::chrono::steady_clock::tim
     if (poll_budget.count() > 0) {
       // Once per wait; whatever it finds, the blocking path below reads it.
       pollfd fd{channel_.fd(), POLLIN, 0};
-      poll_policy_.record(poll_briefly(&fd, 1, poll_budget) > 0);
+      poll_policy_.record(poll_briefly(&fd, 1, poll_budget, /*yield=*/true) > 0);
       poll_budget = {};
     }
     if (deadline != std::chrono::steady_clock::time_point::max()) {

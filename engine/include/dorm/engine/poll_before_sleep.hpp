@@ -52,7 +52,13 @@ class PollBeforeSleep {
 
 // poll(2) with a zero timeout, repeated until a descriptor is ready or `budget` has
 // passed. Returns what the last poll returned (> 0: ready; 0: nothing within the budget;
-// < 0: an error, errno set).
-int poll_briefly(pollfd* fds, nfds_t count, std::chrono::microseconds budget);
+// < 0: an error, errno set). With `yield`, each empty poll is followed by sched_yield():
+// the answer may come from a thread queued on this very CPU (a write to a Unix socket
+// wakes its reader on the writer's CPU), which a spinning waiter would keep waiting. A
+// slot waiting for a tool result yields: the pool thread that brings it was often queued
+// behind it. The pool thread does not: a yield can hand its CPU to a slot making its next
+// context (~0.3 ms of CPU) while the outcome it waits for is due (docs/benchmarks.md,
+// "Starting on the caller's thread").
+int poll_briefly(pollfd* fds, nfds_t count, std::chrono::microseconds budget, bool yield);
 
 }  // namespace dorm::engine
