@@ -86,11 +86,19 @@ struct Inbox {
       std::lock_guard queued(mutex);
       if (!commands.empty()) return false;
     }
-    acting_inline() = true;
+    Flag acting(acting_inline());
     fn();
-    acting_inline() = false;
     return true;
   }
+
+  // Sets a flag for as long as it lives (an exception included).
+  struct Flag {
+    explicit Flag(bool& flag) : flag_(flag) { flag_ = true; }
+    ~Flag() { flag_ = false; }
+    Flag(const Flag&) = delete;
+    Flag& operator=(const Flag&) = delete;
+    bool& flag_;
+  };
 
  private:
   static bool& acting_inline() {
@@ -215,9 +223,10 @@ class PoolImpl final : public Pool {
   // a worker to replace, or a deadline before the loop's own wake-up.
   template <class F>
   void act_for_caller(F&& fn) {
-    acting_for_caller_ = true;
-    fn();
-    acting_for_caller_ = false;
+    {
+      Inbox::Flag acting(acting_for_caller_);
+      fn();
+    }
     bool sooner = std::chrono::steady_clock::now() + std::chrono::milliseconds(next_timeout_ms()) <
                   loop_wakes_at_;
     if (std::exchange(loop_must_look_, false) || lost_ || sooner) inbox_->wake();
