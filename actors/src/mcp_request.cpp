@@ -186,7 +186,8 @@ void McpRequest::Call::emit(std::string message) {
     return;
   }
   object_.after_commit([self = shared_from_this(), bytes = sse_message(message)]() mutable {
-    if (self->sink_) caf::anon_send(self->sink_, mcp::SinkWrite{std::move(bytes), false, false});
+    self->object_.tell_helper(self->sink_,
+                              caf::make_message(mcp::SinkWrite{std::move(bytes), false, false}));
   });
 }
 
@@ -194,7 +195,8 @@ void McpRequest::Call::end(int status, std::string message, bool keep_record) {
   finished_ = true;
   if (streaming_) {
     object_.after_commit([self = shared_from_this(), bytes = sse_message(message)]() mutable {
-      if (self->sink_) caf::anon_send(self->sink_, mcp::SinkWrite{std::move(bytes), true, false});
+      self->object_.tell_helper(self->sink_,
+                                caf::make_message(mcp::SinkWrite{std::move(bytes), true, false}));
     });
   } else {
     HttpResponse res;

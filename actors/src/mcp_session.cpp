@@ -3,7 +3,6 @@
 #include "mcp_session_code.hpp"
 #include "mcp_session_internal.hpp"
 
-#include <caf/send.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -535,7 +534,9 @@ void McpSession::erase() {
   stream_ids_.forget();
   // Open connections end with the session (cleanly: there is nothing left to resume).
   for (auto& [stream, connection] : connections_) {
-    after_commit([connection = connection] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+    after_commit([this, connection = connection] {
+      tell_helper(connection->sink, caf::make_message(mcp::SinkClose{}));
+    });
   }
   connections_.clear();
   delete_all().value_or_throw();

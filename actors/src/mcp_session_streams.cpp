@@ -1,6 +1,5 @@
 // McpSession's live side: open connections (sink actors), the standalone GET stream,
 // resume by Last-Event-ID, and the idle policy's alarm. See mcp_session.hpp.
-#include <caf/send.hpp>
 
 #include "dorm/mcp/protocol_version.hpp"
 #include "dorm/mcp/reaper.hpp"
@@ -27,8 +26,8 @@ void McpSession::open_connection(std::uint64_t stream, std::shared_ptr<mcp::Resp
                                  std::string first_bytes) {
   // A newer connection on a stream replaces the older one (which may be half-open).
   if (auto old = connections_.find(stream); old != connections_.end()) {
-    after_commit([old_connection = old->second] {
-      caf::anon_send(old_connection->sink, mcp::SinkClose{});
+    after_commit([this, old_connection = old->second] {
+      tell_helper(old_connection->sink, caf::make_message(mcp::SinkClose{}));
     });
   }
   auto connection = std::make_shared<Connection>();
@@ -61,7 +60,9 @@ void McpSession::close_connection(Exchange& exchange) {
   }
   auto it = connections_.find(exchange.stream);
   if (it == connections_.end()) return;
-  after_commit([connection = it->second] { caf::anon_send(connection->sink, mcp::SinkClose{}); });
+  after_commit([this, connection = it->second] {
+    tell_helper(connection->sink, caf::make_message(mcp::SinkClose{}));
+  });
   connections_.erase(it);
 }
 
@@ -213,7 +214,9 @@ std::uint64_t McpSession::drain() {
   // this turn ended above) ends cleanly: the client resumes against the successor.
   for (auto& [stream, connection] : connections_) {
     // An init-capture: clang before 16 cannot capture a structured binding by name.
-    after_commit([open = connection] { caf::anon_send(open->sink, mcp::SinkClose{}); });
+    after_commit([this, open = connection] {
+      tell_helper(open->sink, caf::make_message(mcp::SinkClose{}));
+    });
   }
   connections_.clear();
   if (!running.empty()) {
