@@ -153,6 +153,10 @@ class McpSession::Code {
 
   std::shared_ptr<Live> start(const std::string& id, const std::string& code,
                               std::optional<engine::Journal> journal, std::optional<Waiter> waiter);
+  // Runs what the engine reported during start() (Live::held); the caller of start() calls
+  // it once its own setup is done, so the reports find the execution as they would have in
+  // a later turn.
+  void run_held(const std::shared_ptr<Live>& live);
   // resume, for the owner: join a running resumption, answer a settled outcome, or
   // continue the stored record; false if this session knows nothing of `id`.
   bool resume_here(const std::string& id, const Answer& answer, const Waiter& waiter);
@@ -228,6 +232,10 @@ struct McpSession::Code::Live {
   // without a replay. Its record is stored all the same (a crash meanwhile loses nothing).
   bool warm = false;
   Lease lease;  // a session running code is never evicted
+  // What the engine reported while start() was still inside Pool::start (it may poll for a
+  // quick outcome there: engine::PoolOptions::start_polls_for_outcome), in order: run by
+  // run_held() at the end of the turn that started it, rather than in turns of their own.
+  std::vector<std::function<void(Code&, const std::shared_ptr<Live>&)>> held;
 
   // The first waiter whose call is still open (a client to ask, a stream to log on).
   std::shared_ptr<CallContext> caller() const {

@@ -169,6 +169,7 @@ void McpSession::Code::continue_paused(Record record, Answer answer, std::option
     if (live->ended) break;
     on_tool_call(live, call);
   }
+  run_held(live);
 }
 
 bool McpSession::Code::on_alarm(const AlarmInfo& info) {

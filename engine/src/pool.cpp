@@ -124,8 +124,50 @@ Result<std::shared_ptr<Execution>> PoolImpl::start(ExecutionRequest request,
     queue_.push_back(e);
     dispatch();
   };
-  if (!inbox_->try_run([&] { act_for_caller(enqueue); })) post(enqueue);
+  bool acted = inbox_->try_run([&] {
+    act_for_caller([&] {
+      enqueue();
+      poll_for_outcome(*e);
+    });
+  });
+  if (!acted) post(enqueue);
   return std::shared_ptr<Execution>(e);
+}
+
+// Called for a start the caller dispatched itself. A lone execution on a slot that was
+// waiting often ends within ~0.1 ms (`return 1`, code whose answer is at hand); polling its
+// socket for that long takes its outcome here, with no wake-up of the pool thread to read
+// it nor of the observer's thread to hear of it: each costs 20-70 µs on this project's
+// 2-core VM (docs/engine.md, "Polling for the outcome at start"). Only with a core to
+// spare: this thread and the execution's slot need one each, and so does every slot
+// making its next context (~0.3 ms of CPU each, right after an outcome); polling on a
+// busy machine takes the CPU the execution needs (executions back to back were slower
+// with it). The poll ends at the outcome, at the first tool call (its answer comes from
+// the caller's side, which is here), or when the budget is spent; misses back off
+// (PollBeforeSleep).
+void PoolImpl::poll_for_outcome(ExecutionImpl& e) {
+  if (e.state != ExecutionImpl::State::running || e.worker == nullptr || active_count() != 1)
+    return;
+  if (warming_count() + 2 > std::max(1u, std::thread::hardware_concurrency())) return;
+  auto budget = start_poll_policy_.next(true);
+  if (budget.count() <= 0) return;
+  WorkerProc& w = *e.worker;
+  const std::size_t slot = e.slot;
+  const auto until = std::chrono::steady_clock::now() + budget;
+  bool answered = false;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || w.pid < 0 || w.conns[slot].fd < 0) break;
+    pollfd fd{w.conns[slot].fd, POLLIN, 0};
+    if (poll_briefly(&fd, 1, left, /*yield=*/true) <= 0) break;
+    read_from(w, static_cast<int>(slot));
+    if (e.state == ExecutionImpl::State::ended || !e.outstanding.empty()) {
+      answered = true;
+      break;
+    }
+  }
+  start_poll_policy_.record(answered);
 }
 
 Pool::Stats PoolImpl::stats() const {
@@ -423,11 +465,12 @@ void PoolImpl::loop() {
       add(w->control, -1);
       for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
     }
-    // With one execution running, its next frame (or the answer to its tool call) usually
-    // comes within microseconds: poll a while before sleeping.
-    auto budget = poll_policy_.next(running_count() == 1);
+    // With one execution running (and not waiting for a tool), its next frame usually comes
+    // within microseconds: poll a while before sleeping.
+    auto budget = poll_policy_.next(active_count() == 1);
     int timeout = next_timeout_ms();
     loop_wakes_at_ = std::chrono::steady_clock::now() + budget + std::chrono::milliseconds(timeout);
+    publish_counts();
     // Others may act on the pool while it waits (Inbox::try_run); they wake it if it must look.
     state.unlock();
     int brief =
@@ -463,9 +506,29 @@ void PoolImpl::run_commands() {
   for (auto& c : commands) c();
 }
 
-std::size_t PoolImpl::running_count() const {
+void PoolImpl::publish_counts() {
+  std::size_t running = 0;
+  for (const auto& w : workers_) running += w->running.size();
+  std::size_t warming = warming_count();
+  std::lock_guard lock(mutex_);
+  stats_.running = running;
+  stats_.warming = warming;
+}
+
+std::size_t PoolImpl::warming_count() const {
   std::size_t n = 0;
-  for (const auto& w : workers_) n += w->running.size();
+  for (const auto& w : workers_) {
+    if (w->pid < 0) continue;
+    for (const auto& c : w->conns) n += !c.exec && !c.warm ? 1 : 0;
+  }
+  return n;
+}
+
+std::size_t PoolImpl::active_count() const {
+  std::size_t n = 0;
+  for (const auto& w : workers_) {
+    for (const auto& [handle, e] : w->running) n += e->outstanding.empty() ? 1 : 0;
+  }
   return n;
 }
 
@@ -505,6 +568,10 @@ void PoolImpl::read_from(WorkerProc& w, int which) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
+    if (acting_for_caller_) {
+      loop_must_look_ = true;  // the pool thread finds the socket closed and loses the worker
+      return;
+    }
     lose(w, "it exited");
     return;
   }
@@ -647,6 +714,12 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options,
     return Error{ErrorCode::invalid_argument,
                  "poll_before_sleep must be between 0 and 10 ms; got " +
                      std::to_string(options.poll_before_sleep.count()) + " µs"};
+  }
+  if (options.start_polls_for_outcome.count() < 0 ||
+      options.start_polls_for_outcome > PollBeforeSleep::kMaxBudget) {
+    return Error{ErrorCode::invalid_argument,
+                 "start_polls_for_outcome must be between 0 and 10 ms; got " +
+                     std::to_string(options.start_polls_for_outcome.count()) + " µs"};
   }
   auto pool = std::make_unique<detail::PoolImpl>(std::move(options));
   if (auto opened = pool->open(ready_timeout); !opened) return opened.error();

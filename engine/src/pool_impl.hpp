@@ -227,6 +227,7 @@ class PoolImpl final : public Pool {
       Inbox::Flag acting(acting_for_caller_);
       fn();
     }
+    publish_counts();
     bool sooner = std::chrono::steady_clock::now() + std::chrono::milliseconds(next_timeout_ms()) <
                   loop_wakes_at_;
     if (std::exchange(loop_must_look_, false) || lost_ || sooner) inbox_->wake();
@@ -237,6 +238,7 @@ class PoolImpl final : public Pool {
 
   Result<void> adopt_journal(ExecutionImpl& e);
   void dispatch();
+  void poll_for_outcome(ExecutionImpl& e);
   static std::size_t pick_slot(const WorkerProc& w);
   void arm_hard_deadline(ExecutionImpl& e);
   void fire_timers();
@@ -252,7 +254,13 @@ class PoolImpl final : public Pool {
   void loop();
   void run_commands();
   int next_timeout_ms();
-  std::size_t running_count() const;  // executions on a slot, all workers
+  // Executions on a slot, all workers, that are not waiting for a tool result: those that
+  // may send a frame any moment. (One paused for an approval, warm in its slot, is not.)
+  std::size_t active_count() const;
+  // Free slots that have not said their next context is made: each is busy making it.
+  std::size_t warming_count() const;
+  // Copies the running and warming counts into stats_ (the loop does it before each wait).
+  void publish_counts();
   void read_from(WorkerProc& w, int which);
   bool handle_frames(WorkerProc& w, int which);
   bool handle(WorkerProc& w, int which, wire::Message message);
@@ -307,6 +315,7 @@ class PoolImpl final : public Pool {
   SteadyTime loop_wakes_at_ = kNever;  // when the waiting loop's poll() times out by itself
   bool acting_for_caller_ = false;     // a caller's thread runs pool work (flush never loses)
   bool loop_must_look_ = false;        // that work left the loop something to do
+  PollBeforeSleep start_poll_policy_{options_.start_polls_for_outcome};  // poll_for_outcome's
   std::shared_ptr<ExecutionImpl> judged_;
   FailureKind judged_kind_ = FailureKind::wall_limit;
   std::string judged_message_;

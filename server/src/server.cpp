@@ -183,6 +183,7 @@ Result<std::unique_ptr<engine::Pool>> create_engine_pool(const ServerOptions& op
   pool_options.workers = options.engine_workers;
   pool_options.slots_per_worker = options.engine_slots;
   pool_options.poll_before_sleep = std::chrono::microseconds(options.engine_poll_us);
+  pool_options.start_polls_for_outcome = std::chrono::microseconds(options.engine_start_poll_us);
   if (!options.engine_worker.empty() && !std::filesystem::is_regular_file(options.engine_worker)) {
     return Error{ErrorCode::not_found,
                  "engine_worker '" + options.engine_worker + "' is not a file"};

@@ -1,15 +1,19 @@
 // engine::Pool against real dorm-engine-worker processes: the globals user code sees, every
 // limit, determinism and replay. Escape attempts and worker deaths are in sandbox_test.cpp.
+#include "dorm/engine/pool.hpp"
+
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "dorm/engine/pool.hpp"
 #include "engine_harness.hpp"
 
 using namespace dorm::engine;
@@ -537,6 +541,136 @@ TEST_CASE("engine: with polling before sleep off, tool calls are answered the sa
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
   CHECK(refused.error().message.find("poll_before_sleep") != std::string::npos);
+}
+
+namespace {
+
+// Notes which thread heard of the outcome, and whether start() had returned by then.
+class OutcomeThread final : public ExecutionObserver {
+ public:
+  std::atomic<bool> start_returned{false};
+  void on_tool_call(const ToolCallEntry&) override {}
+  void on_completed(std::string_view json) override { end(std::string(json)); }
+  void on_failed(FailureKind, std::string_view message) override {
+    end("!" + std::string(message));
+  }
+  bool wait(std::string& result) {
+    std::unique_lock lock(mutex_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return done_; })) return false;
+    result = result_;
+    return true;
+  }
+  std::thread::id thread;
+  bool before_return = false;
+
+ private:
+  void end(std::string result) {
+    {
+      std::lock_guard lock(mutex_);
+      thread = std::this_thread::get_id();
+      before_return = !start_returned.load();
+      result_ = std::move(result);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::string result_;
+};
+
+// Waits (at most 20 s) until no slot of `p` is making a context: start() polls only with a
+// core to spare.
+bool quiet(Pool& p) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (p.stats().warming > 0) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Runs `return 1` `n` times, one after another, each on a quiet `p`; counts the executions
+// whose outcome reached the observer on this thread inside start(). Every result must be 1.
+int outcomes_inside_start(Pool& p, int n) {
+  int inside = 0;
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(quiet(p));
+    auto obs = std::make_shared<OutcomeThread>();
+    auto started = p.start(ExecutionRequest{"quick", "return 1", small_limits(), {}}, obs);
+    obs->start_returned = true;
+    REQUIRE(started.ok());
+    std::string result;
+    REQUIRE(obs->wait(result));
+    CHECK(result == "1");
+    if (obs->before_return) {
+      CHECK(obs->thread == std::this_thread::get_id());
+      ++inside;
+    }
+  }
+  return inside;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "engine: start() polls for a quick outcome, which the caller's thread then reports before "
+    "start() returns") {
+  // The largest budget, so a sanitizer build's slower slot still answers within it.
+  PoolOptions options = test_pool_options(1, 2);
+  options.start_polls_for_outcome = std::chrono::microseconds(10'000);
+  auto created = Pool::create(options);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  Pool& polling = **created;
+  CHECK(outcomes_inside_start(polling, 20) > 0);
+
+  SUBCASE("an execution waiting for a tool does not keep the next one from being polled for") {
+    auto waiting = std::make_shared<Recorder>();
+    auto started = polling.start(
+        ExecutionRequest{"waits", "return (await tools.later()).n + 1", small_limits(), {}},
+        waiting);
+    REQUIRE(started.ok());
+    waiting->attach(*started);
+    REQUIRE(waiting->wait_calls(1));
+    CHECK(polling.stats().running == 1);
+    CHECK(outcomes_inside_start(polling, 20) > 0);
+    (*started)->deliver_tool_result(1, true, R"({"n":41})");
+    REQUIRE(waiting->wait_done());
+    CHECK(waiting->result == std::optional<std::string>("42"));
+  }
+  SUBCASE("a code's first tool call ends the poll; the call is answered after start() returns") {
+    auto rec = std::make_shared<Recorder>([](const ToolCallEntry& c) {
+      return std::make_optional(std::make_pair(true, "{\"n\":" + std::to_string(c.seq) + "}"));
+    });
+    auto started = polling.start(
+        ExecutionRequest{
+            "calls",
+            "let s = 0; for (let i = 0; i < 5; i++) s += (await tools.t()).n; return s",
+            small_limits(),
+            {}},
+        rec);
+    REQUIRE(started.ok());
+    rec->attach(*started);
+    REQUIRE(rec->wait_done());
+    CHECK(rec->result == std::optional<std::string>("15"));
+  }
+}
+
+TEST_CASE(
+    "engine: with the start poll off, outcomes come on the pool thread; a budget over 10 ms is "
+    "refused") {
+  PoolOptions options = test_pool_options(1, 2);
+  options.start_polls_for_outcome = std::chrono::microseconds(0);
+  auto created = Pool::create(options);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().describe()));
+  CHECK(outcomes_inside_start(**created, 10) == 0);
+
+  options.start_polls_for_outcome = std::chrono::microseconds(10'001);
+  auto refused = Pool::create(options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
+  CHECK(refused.error().message.find("start_polls_for_outcome") != std::string::npos);
 }
 
 namespace {

@@ -234,6 +234,13 @@ void add_serve_code_mode_options(CLI::App& cmd, dorm::tools::ServeOptions& serve
       ->capture_default_str()
       ->check(CLI::Range(0L, static_cast<long>(dorm::engine::PollBeforeSleep::kMaxBudget.count())));
   cmd.add_option(
+         "--engine-start-poll-us", serve.engine_start_poll_us,
+         "When an execution starts alone and a core is spare, how long the caller polls for its "
+         "outcome before going on, in microseconds: holds the starting request's thread up to "
+         "that long so that quick code answers with no thread wake-up (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0L, static_cast<long>(dorm::engine::PollBeforeSleep::kMaxBudget.count())));
+  cmd.add_option(
          "--approval-timeout", serve.approval_timeout_ms,
          "How long a paused execution waits for resume before its approval is declined (a number "
          "with unit ms, s or m; plain: milliseconds)")

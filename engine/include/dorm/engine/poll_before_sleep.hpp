@@ -32,6 +32,10 @@ class PollBeforeSleep {
   // A budget above this would spend more CPU polling than a sleep and a wake-up cost.
   static constexpr std::chrono::microseconds kMaxBudget{10'000};
   static constexpr unsigned kProbeEvery = 8;
+  // 200 µs: what Pool::start() polls for a lone execution's outcome by default
+  // (PoolOptions::start_polls_for_outcome): a trivial execution's round trip through an
+  // idle slot, ~0.1 ms here, with room for a slower machine.
+  static constexpr std::chrono::microseconds kDefaultStartBudget{200};
 
   // A zero budget turns polling off.
   explicit PollBeforeSleep(std::chrono::microseconds budget = kDefaultBudget) : budget_(budget) {}

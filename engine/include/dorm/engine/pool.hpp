@@ -9,9 +9,12 @@
 // fails exactly the executions it held with engine_crashed, and is replaced with backoff.
 // A worker is replaced after `recycle_after` executions to bound leaks.
 //
-// Threads: one pool thread does all I/O and calls every observer. start(), the Execution
-// methods and the Pool's accessors are thread-safe and never block on a worker, so an actor
-// may call them from its handlers. Observer callbacks must not block: forward to an actor.
+// Threads: one pool thread does the I/O and calls the observers, except where a caller's
+// thread acts on the pool while the pool thread waits (an inline start or tool result, and
+// start()'s brief poll for a quick outcome: PoolOptions::start_polls_for_outcome). start(),
+// the Execution methods and the Pool's accessors are thread-safe and never block on a
+// worker (start() polls for at most that budget), so an actor may call them from its
+// handlers. Observer callbacks must not block: forward to an actor.
 //
 // Time: the pool's Clock gives every execution its start time (Date.now()) and stamps each
 // tool result and timer firing, which is what the journal records. setTimeout delays run on
@@ -67,6 +70,12 @@ struct PoolOptions {
   // for a tool result, the pool thread waiting for that execution's next frame
   // (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
   std::chrono::microseconds poll_before_sleep = PollBeforeSleep::kDefaultBudget;
+  // How long start() polls for the outcome of an execution it handed to a waiting slot
+  // itself, when that execution is the only one running: an answer within this time reaches
+  // the observer on the calling thread, inside start(), without a thread wake-up. The
+  // calling thread is held for at most this long; after a miss, only every eighth start
+  // polls until one hits again (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
+  std::chrono::microseconds start_polls_for_outcome = PollBeforeSleep::kDefaultStartBudget;
   // A slot that ran executions and then had nothing to do for this long collects its
   // isolate's garbage and gives the freed memory back to the system, so a burst of
   // executions (a thousand of them pausing, say) leaves no resident memory behind once it is
@@ -89,8 +98,10 @@ struct ExecutionRequest {
 };
 
 // What an execution tells its owner, in order and one call at a time. After on_completed or
-// on_failed nothing more is called. Every call comes on the pool thread, except on_journal
-// for a tool result, which may come on the thread that delivered that result.
+// on_failed nothing more is called. Calls come on the pool thread, except: on_journal for a
+// tool result may come on the thread that delivered that result, and any call may come on
+// the thread inside start() while it polls for the outcome (before start() returns; an
+// owner that wants them after its own setup can hold them until then).
 class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
@@ -144,6 +155,7 @@ class Pool {
     unsigned slots = 0;  // executions the ready workers can run at once
     std::size_t running = 0;
     std::size_t queued = 0;
+    std::size_t warming = 0;  // free slots still making the context their next execution gets
     std::uint64_t workers_spawned = 0;
     std::uint64_t workers_lost = 0;  // died or were killed, recycling excluded
     std::uint64_t completed = 0;
