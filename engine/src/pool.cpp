@@ -135,20 +135,20 @@ Result<std::shared_ptr<Execution>> PoolImpl::start(ExecutionRequest request,
 }
 
 // Called for a start the caller dispatched itself. A lone execution on a slot that was
-// waiting often ends within ~0.1 ms (`return 1`, code whose answer is at hand); polling its
-// socket for that long takes its outcome here, with no wake-up of the pool thread to read
-// it nor of the observer's thread to hear of it: each costs 20-70 µs on this project's
-// 2-core VM (docs/engine.md, "Polling for the outcome at start"). Only with a core to
-// spare: this thread and the execution's slot need one each, and so does every slot
-// making its next context (~0.3 ms of CPU each, right after an outcome); polling on a
-// busy machine takes the CPU the execution needs (executions back to back were slower
-// with it). The poll ends at the outcome, at the first tool call (its answer comes from
-// the caller's side, which is here), or when the budget is spent; misses back off
-// (PollBeforeSleep).
+// waiting often ends within ~0.1 ms (`return 1`, code whose answer is at hand); waiting on
+// its socket for that long takes its outcome here, with no wake-up of the pool thread to
+// read it nor of the observer's thread to hear of it, each 20-70 µs on this project's
+// 2-core VM (docs/engine.md, "Polling for the outcome at start"). With a core to spare the
+// wait spins, so that not even this thread sleeps; without one it sleeps in ppoll(), since
+// spinning took the CPU the execution needed (back-to-back executions were slower). This
+// thread and the execution's slot need a core each, and so does every slot still making
+// its next context (~0.3 ms of CPU, right after an outcome). The wait ends at the outcome,
+// at the first tool call (its answer comes from the caller's side, which is here), or when
+// the budget is spent; misses back off (PollBeforeSleep).
 void PoolImpl::poll_for_outcome(ExecutionImpl& e) {
   if (e.state != ExecutionImpl::State::running || e.worker == nullptr || active_count() != 1)
     return;
-  if (warming_count() + 2 > std::max(1u, std::thread::hardware_concurrency())) return;
+  const bool spin = warming_count() + 2 <= std::max(1u, std::thread::hardware_concurrency());
   auto budget = start_poll_policy_.next(true);
   if (budget.count() <= 0) return;
   WorkerProc& w = *e.worker;
@@ -160,7 +160,14 @@ void PoolImpl::poll_for_outcome(ExecutionImpl& e) {
         until - std::chrono::steady_clock::now());
     if (left.count() <= 0 || w.pid < 0 || w.conns[slot].fd < 0) break;
     pollfd fd{w.conns[slot].fd, POLLIN, 0};
-    if (poll_briefly(&fd, 1, left, /*yield=*/true) <= 0) break;
+    int ready = 0;
+    if (spin) {
+      ready = poll_briefly(&fd, 1, left, /*yield=*/true);
+    } else {
+      timespec wait{0, static_cast<long>(left.count()) * 1000};
+      ready = ::ppoll(&fd, 1, &wait, nullptr);
+    }
+    if (ready <= 0) break;
     read_from(w, static_cast<int>(slot));
     if (e.state == ExecutionImpl::State::ended || !e.outstanding.empty()) {
       answered = true;

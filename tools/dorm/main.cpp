@@ -233,11 +233,11 @@ void add_serve_code_mode_options(CLI::App& cmd, dorm::tools::ServeOptions& serve
          "to save two thread wake-ups (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0L, static_cast<long>(dorm::engine::PollBeforeSleep::kMaxBudget.count())));
-  cmd.add_option(
-         "--engine-start-poll-us", serve.engine_start_poll_us,
-         "When an execution starts alone and a core is spare, how long the caller polls for its "
-         "outcome before going on, in microseconds: holds the starting request's thread up to "
-         "that long so that quick code answers with no thread wake-up (0: never)")
+  cmd.add_option("--engine-start-poll-us", serve.engine_start_poll_us,
+                 "When an execution starts while no other is active, how long the starting request "
+                 "waits for its outcome before going on, in microseconds (spinning if a core is "
+                 "spare): holds that request's thread up to that long so that quick code answers "
+                 "in the same turn (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0L, static_cast<long>(dorm::engine::PollBeforeSleep::kMaxBudget.count())));
   cmd.add_option(

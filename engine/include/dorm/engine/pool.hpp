@@ -70,11 +70,12 @@ struct PoolOptions {
   // for a tool result, the pool thread waiting for that execution's next frame
   // (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
   std::chrono::microseconds poll_before_sleep = PollBeforeSleep::kDefaultBudget;
-  // How long start() polls for the outcome of an execution it handed to a waiting slot
-  // itself, when that execution is the only one running: an answer within this time reaches
-  // the observer on the calling thread, inside start(), without a thread wake-up. The
-  // calling thread is held for at most this long; after a miss, only every eighth start
-  // polls until one hits again (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
+  // How long start() waits for the outcome of an execution it handed to a waiting slot
+  // itself, when no other execution is active (running and not waiting for a tool): an
+  // answer within this time reaches the observer on the calling thread, inside start(). It
+  // spins if a core is spare, else sleeps in ppoll(). The calling thread is held for at
+  // most this long; after a miss, only every eighth start waits until one hits again
+  // (poll_before_sleep.hpp). Zero turns it off; at most 10 ms.
   std::chrono::microseconds start_polls_for_outcome = PollBeforeSleep::kDefaultStartBudget;
   // A slot that ran executions and then had nothing to do for this long collects its
   // isolate's garbage and gives the freed memory back to the system, so a burst of

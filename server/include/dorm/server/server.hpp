@@ -128,8 +128,8 @@ struct ServerOptions {
   // How long an engine waiter polls before sleeping while one execution runs
   // (engine::PollBeforeSleep); 0: never.
   long engine_poll_us = engine::PollBeforeSleep::kDefaultBudget.count();
-  // How long starting an execution polls for its outcome when it is the only one running
-  // and a core is spare (engine::PoolOptions::start_polls_for_outcome); 0: never.
+  // How long starting an execution waits for its outcome when no other is active
+  // (engine::PoolOptions::start_polls_for_outcome); 0: never.
   long engine_start_poll_us = engine::PollBeforeSleep::kDefaultStartBudget.count();
   // How long a paused execution waits for resume before its approval is declined.
   std::int64_t approval_timeout_ms = 4 * 60 * 1000;
