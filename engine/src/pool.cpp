@@ -473,15 +473,19 @@ void PoolImpl::loop() {
       for (std::size_t i = 0; i < w->conns.size(); ++i) add(w->conns[i], static_cast<int>(i));
     }
     // With one execution running (and not waiting for a tool), its next frame usually comes
-    // within microseconds: poll a while before sleeping.
-    auto budget = poll_policy_.next(active_count() == 1);
+    // within microseconds: poll a while before sleeping. If it calls tools, yield between
+    // polls: the slot making the next call is usually queued on this thread's CPU (each
+    // frame's write woke this thread there), and a poll that does not yield keeps it from
+    // running until the budget is spent (docs/engine.md, "Polling before sleeping").
+    const ExecutionImpl* lone = lone_active();
+    auto budget = poll_policy_.next(lone != nullptr);
+    const bool yield = lone != nullptr && lone->calls > 0;
     int timeout = next_timeout_ms();
     loop_wakes_at_ = std::chrono::steady_clock::now() + budget + std::chrono::milliseconds(timeout);
     publish_counts();
     // Others may act on the pool while it waits (Inbox::try_run); they wake it if it must look.
     state.unlock();
-    int brief =
-        budget.count() > 0 ? poll_briefly(fds.data(), fds.size(), budget, /*yield=*/false) : 0;
+    int brief = budget.count() > 0 ? poll_briefly(fds.data(), fds.size(), budget, yield) : 0;
     int rc = brief != 0 ? brief : ::poll(fds.data(), fds.size(), timeout);
     int poll_errno = errno;
     state.lock();
@@ -529,6 +533,18 @@ std::size_t PoolImpl::warming_count() const {
     for (const auto& c : w->conns) n += !c.exec && !c.warm ? 1 : 0;
   }
   return n;
+}
+
+const ExecutionImpl* PoolImpl::lone_active() const {
+  const ExecutionImpl* found = nullptr;
+  for (const auto& w : workers_) {
+    for (const auto& [handle, e] : w->running) {
+      if (!e->outstanding.empty()) continue;
+      if (found != nullptr) return nullptr;
+      found = e.get();
+    }
+  }
+  return found;
 }
 
 std::size_t PoolImpl::active_count() const {

@@ -257,6 +257,8 @@ class PoolImpl final : public Pool {
   // Executions on a slot, all workers, that are not waiting for a tool result: those that
   // may send a frame any moment. (One paused for an approval, warm in its slot, is not.)
   std::size_t active_count() const;
+  // The only active execution, if exactly one is.
+  const ExecutionImpl* lone_active() const;
   // Free slots that have not said their next context is made: each is busy making it.
   std::size_t warming_count() const;
   // Copies the running and warming counts into stats_ (the loop does it before each wait).

@@ -60,9 +60,11 @@ class PollBeforeSleep {
 // the answer may come from a thread queued on this very CPU (a write to a Unix socket
 // wakes its reader on the writer's CPU), which a spinning waiter would keep waiting. A
 // slot waiting for a tool result yields: the pool thread that brings it was often queued
-// behind it. The pool thread does not: a yield can hand its CPU to a slot making its next
-// context (~0.3 ms of CPU) while the outcome it waits for is due (docs/benchmarks.md,
-// "Starting on the caller's thread").
+// behind it. The pool thread yields only while the execution it waits for calls tools (the
+// slot and the pool thread then share a CPU, each woken by the other's writes); waiting for
+// an outcome it does not, since a yield can hand its CPU to a slot making its next context
+// (~0.3 ms of CPU) while the outcome is due (docs/benchmarks.md, "Starting on the caller's
+// thread", "Yielding while code calls tools").
 int poll_briefly(pollfd* fds, nfds_t count, std::chrono::microseconds budget, bool yield);
 
 }  // namespace dorm::engine
