@@ -64,7 +64,7 @@ class PollBeforeSleep {
 // slot and the pool thread then share a CPU, each woken by the other's writes); waiting for
 // an outcome it does not, since a yield can hand its CPU to a slot making its next context
 // (~0.3 ms of CPU) while the outcome is due (docs/benchmarks.md, "Starting on the caller's
-// thread", "Yielding while code calls tools").
+// thread" and "Polling for the outcome at start; yielding while code calls tools").
 int poll_briefly(pollfd* fds, nfds_t count, std::chrono::microseconds budget, bool yield);
 
 }  // namespace dorm::engine
