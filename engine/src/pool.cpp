@@ -146,7 +146,7 @@ Result<std::shared_ptr<Execution>> PoolImpl::start(ExecutionRequest request,
 // at the first tool call (its answer comes from the caller's side, which is here), or when
 // the budget is spent; misses back off (PollBeforeSleep).
 void PoolImpl::poll_for_outcome(ExecutionImpl& e) {
-  if (e.state != ExecutionImpl::State::running || e.worker == nullptr || active_count() != 1)
+  if (e.state != ExecutionImpl::State::running || e.worker == nullptr || lone_active() != &e)
     return;
   const bool spin = warming_count() + 2 <= std::max(1u, std::thread::hardware_concurrency());
   auto budget = start_poll_policy_.next(true);
@@ -545,14 +545,6 @@ const ExecutionImpl* PoolImpl::lone_active() const {
     }
   }
   return found;
-}
-
-std::size_t PoolImpl::active_count() const {
-  std::size_t n = 0;
-  for (const auto& w : workers_) {
-    for (const auto& [handle, e] : w->running) n += e->outstanding.empty() ? 1 : 0;
-  }
-  return n;
 }
 
 int PoolImpl::next_timeout_ms() {

@@ -254,10 +254,9 @@ class PoolImpl final : public Pool {
   void loop();
   void run_commands();
   int next_timeout_ms();
-  // Executions on a slot, all workers, that are not waiting for a tool result: those that
-  // may send a frame any moment. (One paused for an approval, warm in its slot, is not.)
-  std::size_t active_count() const;
-  // The only active execution, if exactly one is.
+  // The only active execution, if exactly one is. Active: on a slot and not waiting for a
+  // tool result, so it may send a frame any moment (one paused for an approval, warm in
+  // its slot, is not).
   const ExecutionImpl* lone_active() const;
   // Free slots that have not said their next context is made: each is busy making it.
   std::size_t warming_count() const;
