@@ -148,7 +148,7 @@ Result<std::shared_ptr<Execution>> PoolImpl::start(ExecutionRequest request,
 void PoolImpl::poll_for_outcome(ExecutionImpl& e) {
   if (e.state != ExecutionImpl::State::running || e.worker == nullptr || lone_active() != &e)
     return;
-  const bool spin = warming_count() + 2 <= std::max(1u, std::thread::hardware_concurrency());
+  const bool spin = warming_count() + 2 <= cores_;
   auto budget = start_poll_policy_.next(true);
   if (budget.count() <= 0) return;
   WorkerProc& w = *e.worker;

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -317,6 +318,7 @@ class PoolImpl final : public Pool {
   bool acting_for_caller_ = false;     // a caller's thread runs pool work (flush never loses)
   bool loop_must_look_ = false;        // that work left the loop something to do
   PollBeforeSleep start_poll_policy_{options_.start_polls_for_outcome};  // poll_for_outcome's
+  const unsigned cores_ = std::max(1u, std::thread::hardware_concurrency());  // read once: a syscall
   std::shared_ptr<ExecutionImpl> judged_;
   FailureKind judged_kind_ = FailureKind::wall_limit;
   std::string judged_message_;
