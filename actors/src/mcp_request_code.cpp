@@ -22,7 +22,6 @@
 
 #include <atomic>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include "code_builtins.hpp"
@@ -33,6 +32,7 @@
 #include "dorm/mcp/execution_outcome.hpp"
 #include "mcp_request_internal.hpp"
 #include "modern_code.hpp"
+#include "start_hold.hpp"
 #include "tool_step.hpp"
 
 namespace dorm::actors {
@@ -152,22 +152,15 @@ class McpRequest::CodeRun : public std::enable_shared_from_this<CodeRun> {
 
 // Engine callbacks arrive on the pool's thread; each becomes a turn of the object. A post
 // that outlives the activation is dropped (Inbox), and one that outlives the run too.
-// Callbacks made on the object's own thread inside Pool::start (the pool waited there for a
-// quick outcome) are held and run at the end of CodeRun::start, in the same turn, as the
-// session does (McpSession::Code::run_held).
+// Callbacks made inside Pool::start on the object's own thread are held (start_hold.hpp)
+// and run at the end of CodeRun::start, as the session does.
 class McpRequest::CodeRun::Observer : public engine::ExecutionObserver {
  public:
   using Held = std::function<void(CodeRun&)>;
   Observer(Inbox inbox, std::weak_ptr<CodeRun> run, std::shared_ptr<std::atomic<bool>> ended)
       : inbox_(std::move(inbox)), run_(std::move(run)), ended_(std::move(ended)) {}
 
-  // Between these two calls (on the object's thread, around Pool::start), callbacks made on
-  // this thread are held.
-  void hold() { holder_.store(std::this_thread::get_id()); }
-  std::vector<Held> release() {
-    holder_.store(std::thread::id{});
-    return std::move(held_);
-  }
+  StartHold<Held> start_hold;
 
   void on_tool_call(const engine::ToolCallEntry& call) override {
     post([call](CodeRun& run) { run.on_tool_call(call); });
@@ -196,10 +189,7 @@ class McpRequest::CodeRun::Observer : public engine::ExecutionObserver {
   template <class F>
   void post(F fn) {
     if (ended_->load()) return;
-    if (holder_.load() == std::this_thread::get_id()) {
-      held_.push_back(std::move(fn));
-      return;
-    }
+    if (start_hold.holding()) return start_hold.keep(std::move(fn));
     inbox_.post([weak = run_, fn = std::move(fn)] {
       auto run = weak.lock();
       if (!run) return;
@@ -209,8 +199,6 @@ class McpRequest::CodeRun::Observer : public engine::ExecutionObserver {
   Inbox inbox_;
   std::weak_ptr<CodeRun> run_;
   std::shared_ptr<std::atomic<bool>> ended_;
-  std::atomic<std::thread::id> holder_{};
-  std::vector<Held> held_;  // only touched on the holder's thread
 };
 
 // tools.storage.* of a request's code: JSON values under its c/<key> keys.
@@ -320,10 +308,10 @@ void McpRequest::CodeRun::start(std::string code) {
   if (journal) open = engine::open_effects(*journal);
   auto observer = std::make_shared<Observer>(object_.inbox(), weak_from_this(), ended_);
   const bool replay = journal.has_value();
-  observer->hold();
+  observer->start_hold.hold();
   auto exec = options_.pool->start(engine::ExecutionRequest{id_, std::move(code), options_.limits, std::move(journal)},
                                    observer);
-  auto held = observer->release();
+  auto held = observer->start_hold.release();
   if (!exec) {
     ended_->store(true);
     mcp::ExecutionOutcome outcome;

@@ -15,10 +15,10 @@
 #include <cctype>
 #include <cstdio>
 #include <span>
-#include <thread>
 
 #include "code_builtins.hpp"
 #include "modern_code.hpp"
+#include "start_hold.hpp"
 #include "dorm/actors/namespaces.hpp"
 #include "dorm/engine/wire.hpp"
 #include "dorm/mcp/jsonrpc.hpp"
@@ -54,22 +54,15 @@ void McpSession::Code::leave_warm(Live& live) {
 
 // Engine callbacks arrive on the pool's thread; each becomes a turn of the session. A
 // post that outlives the activation is dropped, so `code` is valid whenever one runs.
-// Callbacks made inside Pool::start, on the session's own thread (the pool polled for a
-// quick outcome there), are held instead and run in the starting turn (Code::run_held):
-// a trivial execution then settles in the turn that started it, with one commit.
+// Callbacks made inside Pool::start on the session's own thread are held (start_hold.hpp)
+// and run at the end of the starting turn (Code::run_held).
 class McpSession::Code::Observer : public engine::ExecutionObserver {
  public:
   using Held = std::function<void(Code&, const std::shared_ptr<Live>&)>;
   Observer(Inbox inbox, Code* code, std::weak_ptr<Live> live)
       : inbox_(std::move(inbox)), code_(code), live_(std::move(live)) {}
 
-  // Between these two calls (on the session's thread, around Pool::start), callbacks made
-  // on this thread are held.
-  void hold() { holder_.store(std::this_thread::get_id()); }
-  std::vector<Held> release() {
-    holder_.store(std::thread::id{});
-    return std::move(held_);
-  }
+  StartHold<Held> start_hold;
 
   void on_tool_call(const engine::ToolCallEntry& call) override {
     post([call](Code& code, const std::shared_ptr<Live>& live) { code.on_tool_call(live, call); });
@@ -105,10 +98,7 @@ class McpSession::Code::Observer : public engine::ExecutionObserver {
   template <class F>
   void post(F fn) {
     if (auto live = live_.lock(); !live || live->ended) return;
-    if (holder_.load() == std::this_thread::get_id()) {
-      held_.push_back(std::move(fn));
-      return;
-    }
+    if (start_hold.holding()) return start_hold.keep(std::move(fn));
     inbox_.post([code = code_, weak = live_, fn = std::move(fn)] {
       auto live = weak.lock();
       if (live && !live->ended) fn(*code, live);
@@ -117,8 +107,6 @@ class McpSession::Code::Observer : public engine::ExecutionObserver {
   Inbox inbox_;
   Code* code_;
   std::weak_ptr<Live> live_;
-  std::atomic<std::thread::id> holder_{};
-  std::vector<Held> held_;  // only touched on the holder's thread
 };
 
 // ---- a tool called by code ----
@@ -227,9 +215,9 @@ std::shared_ptr<McpSession::Code::Live> McpSession::Code::start(const std::strin
   live->lease = session_.keep_alive();
   auto observer = std::make_shared<Observer>(session_.inbox(), this, live);
   engine::ExecutionRequest request{id, code, options_.limits, std::move(journal)};
-  observer->hold();
+  observer->start_hold.hold();
   auto exec = options_.pool->start(std::move(request), observer);
-  live->held = observer->release();
+  live->held = observer->start_hold.release();
   if (!exec) {
     // Bad input was checked before; what is left is a full queue.
     live->ended = true;
