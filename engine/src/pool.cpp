@@ -724,17 +724,14 @@ Result<std::unique_ptr<Pool>> Pool::create(PoolOptions options,
     return Error{ErrorCode::invalid_argument, "idle_trim must be between 0 and 10 minutes; got " +
                                                   std::to_string(options.idle_trim.count()) + " ms"};
   }
-  if (options.poll_before_sleep.count() < 0 ||
-      options.poll_before_sleep > PollBeforeSleep::kMaxBudget) {
-    return Error{ErrorCode::invalid_argument,
-                 "poll_before_sleep must be between 0 and 10 ms; got " +
-                     std::to_string(options.poll_before_sleep.count()) + " µs"};
-  }
-  if (options.start_polls_for_outcome.count() < 0 ||
-      options.start_polls_for_outcome > PollBeforeSleep::kMaxBudget) {
-    return Error{ErrorCode::invalid_argument,
-                 "start_polls_for_outcome must be between 0 and 10 ms; got " +
-                     std::to_string(options.start_polls_for_outcome.count()) + " µs"};
+  for (auto [name, budget] :
+       {std::pair{"poll_before_sleep", options.poll_before_sleep},
+        std::pair{"start_polls_for_outcome", options.start_polls_for_outcome}}) {
+    if (budget.count() < 0 || budget > PollBeforeSleep::kMaxBudget) {
+      return Error{ErrorCode::invalid_argument, std::string(name) +
+                                                    " must be between 0 and 10 ms; got " +
+                                                    std::to_string(budget.count()) + " µs"};
+    }
   }
   auto pool = std::make_unique<detail::PoolImpl>(std::move(options));
   if (auto opened = pool->open(ready_timeout); !opened) return opened.error();

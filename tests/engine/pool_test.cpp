@@ -101,6 +101,14 @@ FailureKind failure_of(const std::string& source, Limits limits, std::string* me
   return run.rec->failure->first;
 }
 
+// Pool::create refuses `options` as invalid, naming `option`.
+void check_refused(const PoolOptions& options, const char* option) {
+  auto refused = Pool::create(options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
+  CHECK(refused.error().message.find(option) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("engine: a body's return value is the result, as JSON") {
@@ -537,10 +545,7 @@ TEST_CASE("engine: with polling before sleep off, tool calls are answered the sa
   CHECK(rec->calls.size() == 20);
 
   options.poll_before_sleep = std::chrono::microseconds(10'001);
-  auto refused = Pool::create(options);
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
-  CHECK(refused.error().message.find("poll_before_sleep") != std::string::npos);
+  check_refused(options, "poll_before_sleep");
 }
 
 namespace {
@@ -672,10 +677,7 @@ TEST_CASE(
   CHECK(outcomes_inside_start(**created, 10) == 0);
 
   options.start_polls_for_outcome = std::chrono::microseconds(10'001);
-  auto refused = Pool::create(options);
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.error().code == dorm::ErrorCode::invalid_argument);
-  CHECK(refused.error().message.find("start_polls_for_outcome") != std::string::npos);
+  check_refused(options, "start_polls_for_outcome");
 }
 
 namespace {
